@@ -1,0 +1,238 @@
+/**
+ * createApp(deps): Express 5 in front of openapi-backend. openapi-backend matches each request to an
+ * operationId, runs the security handlers (auth before validation, so a keyless request is a 401, not a 422),
+ * validates it against spec/openapi.yaml, and calls the handler from handlers/index.ts. Errors of every kind
+ * leave through one function (src/errors.ts) so their bodies match the spec.
+ */
+import crypto from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { OpenAPIBackend, type Context, type Document, type Operation } from 'openapi-backend';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { Config } from './config.js';
+import type { Store } from './store/index.js';
+import type { Logger } from './logger.js';
+import { KeyService, presentedKey, type Principal } from './auth.js';
+import { ApiError, ValidationFailure, errorBody, forbidden, toApiError, unauthorized, type ErrorStyle } from './errors.js';
+import { toValidationDetails } from './validation.js';
+import { loadSpec, type SpecDocument } from './spec.js';
+import { coerceFormBody } from './forms.js';
+import type { Services } from './services.js';
+import { handlers } from '../handlers/index.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+export interface Deps {
+  config: Config;
+  store: Store;
+  keys: KeyService;
+  logger: Logger;
+  services: Services;
+}
+
+/** What a handler receives: validated, coerced input plus the caller. */
+export interface HandlerCtx {
+  req: Request;
+  res: Response;
+  deps: Deps;
+  operation: Operation;
+  requestId: string;
+  principal: Principal | null;
+  params: Record<string, any>;
+  query: Record<string, any>;
+  body: any;
+  log: Logger;
+}
+
+/** A handler returns a JSON reply, or writes the response itself (streams) and returns nothing. */
+export interface Reply {
+  status?: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export type Handler = (ctx: HandlerCtx) => Promise<Reply | void> | Reply | void;
+
+type Locals = { requestId: string; principal?: Principal | null; authChecked?: boolean };
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function errorStyleFor(path: string): ErrorStyle {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'openai';
+}
+
+export function sendError(req: Request, res: Response, err: unknown, log: Logger): void {
+  const apiErr = toApiError(err);
+  const requestId = (res.locals as Locals).requestId ?? '';
+  if (apiErr.status >= 500 && !(err instanceof ApiError)) log.error({ err, requestId, path: req.path }, 'unhandled error');
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
+  res.status(apiErr.status).json(errorBody(apiErr, requestId, errorStyleFor(req.path)));
+}
+
+function securityMode(op: Operation, doc: SpecDocument): 'public' | 'required' | 'optional' {
+  const sec = (op.security ?? (doc as { security?: unknown[] }).security ?? []) as Array<Record<string, unknown>>;
+  if (!sec.length) return 'public';
+  return sec.some((r) => Object.keys(r).length === 0) ? 'optional' : 'required';
+}
+
+export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc): Promise<express.Express> {
+  const { config, logger } = deps;
+
+  const api = new OpenAPIBackend({
+    definition: structuredClone(spec) as unknown as Document,
+    coerceTypes: true,
+    // Validators compile lazily per operation and status (start-up stays fast); this also skips
+    // openapi-backend's own document check, which knows only OpenAPI 3.0 — `npm run lint:spec` (redocly)
+    // checks the 3.1 document instead.
+    quick: true,
+    // `/v1/status/` is a path of its own in the interface; the app rewrites `/v1/status` to it.
+    ignoreTrailingSlashes: false,
+    // Runs after routing, before validation: form fields arrive as strings and are coerced by their schema.
+    validate: (c: Context, req: Request) => {
+      coerceFormBody(c.operation, req);
+      return true;
+    },
+    // openapi-backend passes per-context options (parameters are coerced from strings). The schema self-check
+    // is off: dereferenced sub-schemas are shared objects that trip it, and redocly lints the document.
+    customizeAjv: (_orig, ajvOpts) => {
+      const ajv = new Ajv2020({ ...(ajvOpts as object), strict: false, allErrors: true, validateSchema: false });
+      addFormats(ajv);
+      return ajv as any;
+    },
+  });
+
+  const authenticate = async (c: Context, req: Request, res: Response): Promise<boolean> => {
+    const locals = res.locals as Locals;
+    if (!locals.authChecked) {
+      locals.authChecked = true;
+      locals.principal = await deps.keys.authenticate(presentedKey(req.headers));
+    }
+    return !!locals.principal;
+  };
+  api.registerSecurityHandler('bearerAuth', authenticate);
+  api.registerSecurityHandler('apiKeyHeader', authenticate);
+
+  api.register({
+    unauthorizedHandler: (_c: Context, req: Request, res: Response) => sendError(req, res, unauthorized(), logger),
+    validationFail: (c: Context, req: Request, res: Response) =>
+      sendError(req, res, new ValidationFailure(toValidationDetails(c.validation.errors as any)), logger),
+    notFound: (_c: Context, req: Request, res: Response) =>
+      sendError(req, res, new ApiError(404, 'not_found_error', `No route for ${req.method} ${req.path}.`, 'route_not_found'), logger),
+    methodNotAllowed: (_c: Context, req: Request, res: Response) => {
+      const allowed = allowedMethods(api, req.path);
+      if (allowed.length) res.setHeader('Allow', allowed.join(', ').toUpperCase());
+      sendError(req, res, new ApiError(405, 'invalid_request_error', `Method ${req.method} is not allowed on ${req.path}.`, 'method_not_allowed'), logger);
+    },
+  });
+
+  for (const [operationId, handler] of Object.entries(handlers)) {
+    api.register(operationId, async (c: Context, req: Request, res: Response) => {
+      const locals = res.locals as Locals;
+      const op = c.operation;
+      const mode = securityMode(op, spec);
+      if (mode === 'optional' && presentedKey(req.headers) && !locals.principal) return sendError(req, res, unauthorized(), logger);
+      if ((op as { 'x-admin-only'?: boolean })['x-admin-only'] && !locals.principal?.admin) {
+        return sendError(req, res, forbidden('This operation needs the admin key.'), logger);
+      }
+      const ctx: HandlerCtx = {
+        req, res, deps, operation: op, requestId: locals.requestId, principal: locals.principal ?? null,
+        // path params arrive URL-decoded from the router, so `%2F` ids carry their slash
+        params: c.request.params ?? {}, query: c.request.query ?? {}, body: c.request.requestBody,
+        log: logger,
+      };
+      try {
+        const reply = await (handler as Handler)(ctx);
+        if (!reply || res.headersSent) return;
+        sendReply(api, op, req, res, reply, config.validateResponses, logger);
+      } catch (err) {
+        if (config.validateResponses && err instanceof ApiError && !(err instanceof ValidationFailure)) {
+          checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(req.path)), logger);
+        }
+        sendError(req, res, err, logger);
+      }
+    });
+  }
+  await api.init();
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'extended');
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
+    (res.locals as Locals).requestId = requestId;
+    res.setHeader('X-Request-Id', requestId);
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode,
+        ms: Number(process.hrtime.bigint() - start) / 1e6 }, 'request');
+    });
+    next();
+  });
+  // `/v1/status` and `/v1/status/` are one operation.
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
+    next();
+  });
+  app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'] }));
+  app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
+  // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a
+  // plain object.
+  app.use((req: Request, res: Response) =>
+    api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res));
+  app.use((err: any, req: Request, res: Response, _next: NextFunction) => {
+    if (err?.type === 'entity.parse.failed') {
+      return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]), logger);
+    }
+    if (err?.type === 'entity.too.large' || err?.status === 413) {
+      return sendError(req, res, new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${config.jsonBodyLimit} bytes.`, 'payload_too_large'), logger);
+    }
+    if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
+      return sendError(req, res, new ApiError(415, 'invalid_request_error', String(err.message), 'unsupported_media_type'), logger);
+    }
+    if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
+      return sendError(req, res, new ApiError(err.status, 'invalid_request_error', String(err.message), 'bad_request'), logger);
+    }
+    sendError(req, res, err, logger);
+  });
+  return app;
+}
+
+function allowedMethods(api: OpenAPIBackend, path: string): string[] {
+  return api.getOperations().filter((o) => {
+    const re = new RegExp('^' + o.path.split(/\{[^}]+\}/).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+') + '/?$');
+    return re.test(path);
+  }).map((o) => o.method);
+}
+
+function sendReply(api: OpenAPIBackend, op: Operation, req: Request, res: Response, reply: Reply, validate: boolean, log: Logger) {
+  const status = reply.status ?? 200;
+  if (validate) checkResponse(api, op, status, reply.body, log);
+  if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
+  res.status(status).json(reply.body);
+}
+
+/**
+ * Response validation (on in tests): a body that breaks the spec, or a status the spec does not declare, is a
+ * programming error; it throws so the test that caused it fails loudly.
+ */
+function checkResponse(api: OpenAPIBackend, op: Operation, status: number, body: unknown, log: Logger) {
+  const responses = (op.responses ?? {}) as Record<string, unknown>;
+  const declared = responses[String(status)] ?? responses[`${Math.floor(status / 100)}XX`] ?? responses.default;
+  if (!declared) throw new ResponseContractError(`${op.operationId}: status ${status} is not declared in the spec`);
+  const result = api.validateResponse(body, op, status);
+  if (result.errors?.length) {
+    log.error({ operationId: op.operationId, status, errors: result.errors }, 'response does not match the spec');
+    throw new ResponseContractError(`${op.operationId} ${status} response does not match the spec: ${JSON.stringify(result.errors.slice(0, 5))}`);
+  }
+}
+
+export class ResponseContractError extends ApiError {
+  constructor(message: string) {
+    super(500, 'server_error', message, 'response_contract_violation');
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * API keys: `gw_live_` + 43 url-safe characters (32 random bytes). Stored only as HMAC-SHA256 with the server
+ * secret; looked up by that hash and compared in constant time. Lookups are cached briefly in memory so the
+ * hot path does no I/O; revocation in this process drops the cache entry at once, and another process's
+ * revocation is seen within the cache TTL.
+ */
+import crypto from 'node:crypto';
+import type { KeyRepo, KeyRecord } from './store/keys.js';
+
+export const KEY_PREFIX = 'gw_live_';
+const KEY_RE = /^gw_live_[A-Za-z0-9_-]{43}$/;
+
+export function generateKey(): string {
+  return KEY_PREFIX + crypto.randomBytes(32).toString('base64url');
+}
+
+export function isWellFormedKey(key: string): boolean {
+  return KEY_RE.test(key);
+}
+
+export interface Principal {
+  keyId: number;
+  userId: number;
+  /** True for the ADMIN_API_KEY credential (no key row, no balance). */
+  admin: boolean;
+}
+
+export class KeyService {
+  private cache = new Map<string, { rec: (KeyRecord & { key_hash: string }) | null; at: number }>();
+
+  constructor(
+    private readonly repo: KeyRepo,
+    private readonly secret: string,
+    private readonly adminKey: string | undefined,
+    private readonly cacheTtlMs = 5_000,
+  ) {}
+
+  hash(key: string): string {
+    return crypto.createHmac('sha256', this.secret).update(key).digest('hex');
+  }
+
+  /** Creates a key for a user (a new user named after the key when none is given); returns the raw key once. */
+  async create(name: string, userId?: number): Promise<{ key: string; record: KeyRecord }> {
+    const owner = userId ?? (await this.repo.createUser(name));
+    const key = generateKey();
+    const record = await this.repo.insert(owner, name, this.hash(key), key.slice(0, KEY_PREFIX.length + 6));
+    return { key, record };
+  }
+
+  async revoke(id: number): Promise<boolean> {
+    const ok = await this.repo.revoke(id);
+    this.cache.clear();
+    return ok;
+  }
+
+  /** The principal for a presented credential, or null (unknown, malformed or revoked). */
+  async authenticate(presented: string | undefined): Promise<Principal | null> {
+    if (!presented) return null;
+    if (this.adminKey && safeEqual(presented, this.adminKey)) return { keyId: 0, userId: 0, admin: true };
+    if (!isWellFormedKey(presented)) return null;
+    const h = this.hash(presented);
+    const now = Date.now();
+    let hit = this.cache.get(h);
+    if (!hit || now - hit.at > this.cacheTtlMs) {
+      hit = { rec: (await this.repo.findByHash(h)) ?? null, at: now };
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(h, hit);
+    }
+    const rec = hit.rec;
+    if (!rec || rec.revoked_at || !safeEqual(rec.key_hash, h)) return null;
+    return { keyId: rec.id, userId: rec.user_id, admin: false };
+  }
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
+}
+
+/** The key from `Authorization: Bearer <key>` or `x-api-key: <key>`. */
+export function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const auth = headers['authorization'];
+  if (typeof auth === 'string') {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    if (m) return m[1].trim();
+  }
+  const x = headers['x-api-key'];
+  return typeof x === 'string' && x.trim() ? x.trim() : undefined;
+}

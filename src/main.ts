@@ -1,0 +1,57 @@
+/** Process entry: config -> store -> services -> listen; graceful shutdown on SIGTERM/SIGINT. */
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { openStore } from './store/index.js';
+import { KeyService } from './auth.js';
+import { buildServices, stopServices } from './services.js';
+import { createApp } from './app.js';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const store = await openStore(config.database);
+  const keys = new KeyService(store.keys, config.keyHashSecret, config.adminApiKey);
+  const services = await buildServices(config, store, logger);
+  const app = await createApp({ config, store, keys, logger, services });
+  const server: Server = app.listen(config.port, config.host, () => {
+    const addr = server.address();
+    const port = typeof addr === 'object' && addr ? addr.port : config.port;
+    logger.info({ port, host: config.host, database: config.database.dialect }, `gateway listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`);
+  });
+  server.keepAliveTimeout = 65_000;
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
+    deadline.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await stopServices(services);
+    await store.close();
+    logger.info('stopped');
+    logger.flush();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`Failed to start: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,91 @@
+/**
+ * The store: one Kysely instance over SQLite (embedded default) or PostgreSQL (DATABASE_URL), migrated on
+ * open, with one repository per aggregate.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Kysely, Migrator, SqliteDialect, PostgresDialect, sql } from 'kysely';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.js';
+import type { Database } from './schema.js';
+import { migrationProvider, type Dialect } from './migrations.js';
+import { KeyRepo } from './keys.js';
+import { CreditRepo } from './credits.js';
+import { SessionRepo } from './sessions.js';
+import { UsageRepo } from './usage.js';
+import { HealthRepo } from './health.js';
+
+// PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+export interface Store {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  keys: KeyRepo;
+  credits: CreditRepo;
+  sessions: SessionRepo;
+  usage: UsageRepo;
+  health: HealthRepo;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+function sqliteDb(file: string): Kysely<Database> {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const database = new SQLite(file);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  database.pragma('busy_timeout = 5000');
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+}
+
+async function postgresDb(url: string, schema?: string): Promise<Kysely<Database>> {
+  if (schema) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`create schema if not exists ${schema}`);
+    } finally {
+      await admin.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+export async function openStore(cfg: DatabaseConfig): Promise<Store> {
+  const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
+  const dialect: Dialect = cfg.dialect;
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  const { error } = await migrator.migrateToLatest();
+  if (error) {
+    await db.destroy();
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+  return {
+    db,
+    dialect,
+    keys: new KeyRepo(db),
+    credits: new CreditRepo(db, dialect === 'postgres'),
+    sessions: new SessionRepo(db),
+    usage: new UsageRepo(db),
+    health: new HealthRepo(db),
+    async ping() {
+      try {
+        await sql`select 1`.execute(db);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => db.destroy(),
+  };
+}

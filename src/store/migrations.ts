@@ -1,0 +1,137 @@
+/**
+ * One migration set for both dialects. Only the auto-increment id differs (SQLite `integer primary key
+ * autoincrement`, PostgreSQL `bigserial`); everything else is portable column types.
+ */
+import { sql, type Kysely, type Migration, type MigrationProvider, type CreateTableBuilder } from 'kysely';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+function withId<T extends string>(dialect: Dialect, t: CreateTableBuilder<T, never>): CreateTableBuilder<T, 'id'> {
+  return dialect === 'postgres'
+    ? t.addColumn('id', 'bigserial', (c) => c.primaryKey())
+    : t.addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement());
+}
+
+function initial(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await withId(dialect, db.schema.createTable('users'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await withId(dialect, db.schema.createTable('api_keys'))
+        .addColumn('user_id', 'bigint', (c) => c.notNull().references('users.id'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('key_prefix', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('revoked_at', 'text')
+        .addColumn('last_used_at', 'text')
+        .execute();
+      await db.schema.createTable('credit_balances')
+        .addColumn('user_id', 'bigint', (c) => c.primaryKey().references('users.id'))
+        .addColumn('balance_nano', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+      await withId(dialect, db.schema.createTable('credit_ledger'))
+        .addColumn('user_id', 'bigint', (c) => c.notNull())
+        .addColumn('delta_nano', 'bigint', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('reference', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('credit_ledger_user').on('credit_ledger').columns(['user_id', 'id']).execute();
+      await db.schema.createTable('credit_holds')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'bigint', (c) => c.notNull())
+        .addColumn('amount_nano', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('settled_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('credit_holds_open').on('credit_holds').columns(['settled_at', 'expires_at']).execute();
+      await withId(dialect, db.schema.createTable('chat_sessions'))
+        .addColumn('user_id', 'bigint', (c) => c.notNull())
+        .addColumn('title', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .addColumn('is_active', 'integer', (c) => c.notNull().defaultTo(1))
+        .execute();
+      await db.schema.createIndex('chat_sessions_user').on('chat_sessions').columns(['user_id', 'id']).execute();
+      await withId(dialect, db.schema.createTable('chat_messages'))
+        .addColumn('session_id', 'bigint', (c) => c.notNull().references('chat_sessions.id').onDelete('cascade'))
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('tokens', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('chat_messages_session').on('chat_messages').columns(['session_id', 'id']).execute();
+      await withId(dialect, db.schema.createTable('usage_records'))
+        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'bigint')
+        .addColumn('key_id', 'bigint')
+        .addColumn('endpoint', 'text', (c) => c.notNull())
+        .addColumn('gateway', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('error_class', 'text')
+        .addColumn('http_status', 'integer', (c) => c.notNull())
+        .addColumn('prompt_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('completion_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('cached_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('cost_nano', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('latency_ms', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('ttft_ms', 'integer')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      for (const cols of [['created_at'], ['gateway', 'created_at'], ['provider', 'created_at'], ['model', 'created_at'], ['user_id', 'created_at']]) {
+        await db.schema.createIndex(`usage_records_${cols.join('_')}`).on('usage_records').columns(cols).execute();
+      }
+      await db.schema.createTable('model_health')
+        .addColumn('gateway', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('calls', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('successes', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('errors', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('total_latency_ms', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('consecutive_failures', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_status', 'text')
+        .addColumn('last_error', 'text')
+        .addColumn('last_latency_ms', 'integer')
+        .addColumn('last_checked', 'bigint')
+        .addColumn('last_success', 'bigint')
+        .addColumn('last_failure', 'bigint')
+        .addPrimaryKeyConstraint('model_health_pk', ['gateway', 'model'])
+        .execute();
+      await withId(dialect, db.schema.createTable('model_health_history'))
+        .addColumn('gateway', 'text', (c) => c.notNull())
+        .addColumn('model', 'text', (c) => c.notNull())
+        .addColumn('ts', 'bigint', (c) => c.notNull())
+        .addColumn('ok', 'integer', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('latency_ms', 'integer')
+        .addColumn('source', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('model_health_history_gm_ts').on('model_health_history').columns(['gateway', 'model', 'ts']).execute();
+      await db.schema.createIndex('model_health_history_ts').on('model_health_history').columns(['ts']).execute();
+    },
+    async down(db: Kysely<any>) {
+      for (const t of ['model_health_history', 'model_health', 'usage_records', 'chat_messages', 'chat_sessions',
+        'credit_holds', 'credit_ledger', 'credit_balances', 'api_keys', 'users']) {
+        await sql`drop table if exists ${sql.table(t)}`.execute(db);
+      }
+    },
+  };
+}
+
+export function migrationProvider(dialect: Dialect): MigrationProvider {
+  return {
+    async getMigrations() {
+      return { '0001_initial': initial(dialect) };
+    },
+  };
+}

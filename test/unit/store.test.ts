@@ -1,0 +1,115 @@
+import { expect } from 'chai';
+import crypto from 'node:crypto';
+import { openStore, type Store } from '../../src/store/index.js';
+import { usdToNano } from '../../src/store/credits.js';
+import { configFor, postgresAvailable, DIALECTS } from '../support/db.js';
+
+for (const dialect of DIALECTS) {
+  describe(`store on ${dialect}`, function () {
+    let store: Store;
+    before(async function () {
+      if (dialect === 'postgres' && !(await postgresAvailable())) return this.skip();
+      store = await openStore(configFor(dialect));
+    });
+    after(async () => { await store?.close(); });
+
+    it('migrates to the latest schema, and again is a no-op', async () => {
+      expect(store.dialect).to.equal(dialect);
+      expect(await store.ping()).to.equal(true);
+    });
+
+    it('keys: insert, find by hash, revoke once', async () => {
+      const uid = await store.keys.createUser('alice');
+      const hash = 'hash-' + crypto.randomUUID();
+      const rec = await store.keys.insert(uid, 'k1', hash, 'gw_live_abcdef');
+      expect(rec).to.include({ user_id: uid, name: 'k1', revoked_at: null });
+      expect((await store.keys.findByHash(hash))?.id).to.equal(rec.id);
+      expect(await store.keys.findByHash('hash-unknown')).to.equal(undefined);
+      expect(await store.keys.revoke(rec.id)).to.equal(true);
+      expect(await store.keys.revoke(rec.id)).to.equal(false);
+      expect((await store.keys.get(rec.id))?.revoked_at).to.be.a('string');
+    });
+
+    it('credits: hold, settle and release keep the ledger equal to the balance', async () => {
+      const uid = await store.keys.createUser('bob');
+      expect(await store.credits.grant(uid, usdToNano(1))).to.equal(1e9);
+      expect(await store.credits.hold(uid, 'h1', 300_000_000, 60_000)).to.equal(true);
+      expect(await store.credits.balance(uid)).to.equal(700_000_000);
+      expect(await store.credits.hold(uid, 'h2', 800_000_000, 60_000)).to.equal(false);
+      expect(await store.credits.settle('h1', 120_000_000)).to.equal(120_000_000);
+      expect(await store.credits.settle('h1', 120_000_000)).to.equal(0); // second settle is a no-op
+      expect(await store.credits.balance(uid)).to.equal(880_000_000);
+      expect(await store.credits.hold(uid, 'h3', 100_000_000, 60_000)).to.equal(true);
+      expect(await store.credits.release('h3')).to.equal(0);
+      expect(await store.credits.balance(uid)).to.equal(880_000_000);
+      expect(await store.credits.ledgerSum(uid)).to.equal(880_000_000);
+      expect(await store.credits.openHolds(uid)).to.equal(0);
+    });
+
+    it('credits: a real cost above the hold takes the excess, never below zero', async () => {
+      const uid = await store.keys.createUser('carol');
+      await store.credits.grant(uid, 1000);
+      expect(await store.credits.hold(uid, 'x1', 600, 60_000)).to.equal(true);
+      expect(await store.credits.settle('x1', 5000)).to.equal(1000); // only what was there
+      expect(await store.credits.balance(uid)).to.equal(0);
+      expect(await store.credits.ledgerSum(uid)).to.equal(0);
+    });
+
+    it('credits: 100 concurrent holds on one balance never overspend', async () => {
+      const uid = await store.keys.createUser('dave');
+      await store.credits.grant(uid, 1_000);
+      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => store.credits.hold(uid, `c${i}-${uid}`, 30, 60_000)));
+      expect(results.filter(Boolean)).to.have.length(33);
+      expect(await store.credits.balance(uid)).to.equal(10);
+      await Promise.all(results.map((ok, i) => (ok ? store.credits.settle(`c${i}-${uid}`, 20) : null)));
+      expect(await store.credits.balance(uid)).to.equal(1000 - 33 * 20);
+      expect(await store.credits.ledgerSum(uid)).to.equal(1000 - 33 * 20);
+    });
+
+    it('credits: expired holds are released on reconciliation', async () => {
+      const uid = await store.keys.createUser('erin');
+      await store.credits.grant(uid, 500);
+      await store.credits.hold(uid, `exp-${uid}`, 200, -1);
+      expect(await store.credits.releaseExpired()).to.be.greaterThanOrEqual(1);
+      expect(await store.credits.balance(uid)).to.equal(500);
+    });
+
+    it('sessions: scoped to their owner, messages kept in order, delete cascades', async () => {
+      const a = await store.keys.createUser('a');
+      const b = await store.keys.createUser('b');
+      const s = await store.sessions.create(a, 'First', 'gpt-4o-mini');
+      await store.sessions.addMessages(s.id, [
+        { role: 'user', content: 'hi', model: 'gpt-4o-mini', tokens: 3 },
+        { role: 'assistant', content: 'hello', model: 'gpt-4o-mini', tokens: 5 },
+      ]);
+      const got = await store.sessions.get(a, s.id);
+      expect(got?.messages?.map((m) => [m.role, m.content, m.tokens])).to.deep.equal([['user', 'hi', 3], ['assistant', 'hello', 5]]);
+      expect(await store.sessions.get(b, s.id)).to.equal(undefined);
+      expect(await store.sessions.update(b, s.id, { title: 'x' })).to.equal(undefined);
+      expect((await store.sessions.update(a, s.id, { title: 'Renamed' }))?.title).to.equal('Renamed');
+      expect((await store.sessions.list(a, 10, 0)).total).to.equal(1);
+      expect(await store.sessions.delete(b, s.id)).to.equal(false);
+      expect(await store.sessions.delete(a, s.id)).to.equal(true);
+      expect(await store.sessions.messages(s.id)).to.deep.equal([]);
+    });
+
+    it('usage and health: batched writes are stored exactly', async () => {
+      const rid = crypto.randomUUID();
+      await store.usage.insertMany([{ request_id: rid, user_id: 1, key_id: 1, endpoint: 'chat', gateway: 'g', provider: 'p', model: 'm',
+        status: 'success', error_class: null, http_status: 200, prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0,
+        cost_nano: 1234, latency_ms: 42, ttft_ms: 7, created_at: Date.now() }]);
+      const rows = await store.usage.byRequestId(rid);
+      expect(rows).to.have.length(1);
+      expect(Number(rows[0].cost_nano)).to.equal(1234);
+      const now = Date.now();
+      await store.health.record([
+        { gateway: 'g', model: 'm', provider: 'p', ok: true, status: 'success', latencyMs: 100, error: null, ts: now, source: 'passive' },
+        { gateway: 'g', model: 'm', provider: 'p', ok: false, status: 'error', latencyMs: 300, error: 'boom', ts: now + 1, source: 'passive' },
+      ]);
+      const h = await store.health.get('g', 'm');
+      expect(h).to.include({ last_status: 'error', last_error: 'boom' });
+      expect([Number(h!.calls), Number(h!.successes), Number(h!.errors), Number(h!.total_latency_ms), Number(h!.consecutive_failures)])
+        .to.deep.equal([2, 1, 1, 400, 1]);
+    });
+  });
+}
