@@ -1,0 +1,53 @@
+/** What the engine needs of the catalog: offers of a model across gateways, with prices and limits. */
+
+export type WireFormat = 'openai' | 'anthropic' | 'gemini';
+
+/** An upstream gateway (provider service) as seeded in seeds/gateways.json. */
+export interface GatewayInfo {
+  id: string;
+  name: string;
+  wireFormat: WireFormat;
+  /** Default API root as the provider's official SDK takes it (overridden by `<ID>_BASE_URL`). */
+  baseUrl: string;
+  /** The environment variable that holds its key (`<ID>_API_KEY`). */
+  keyEnv: string;
+  color: string;
+  priority: 'fast' | 'slow';
+  siteUrl: string;
+  logoUrl: string;
+  aliases: string[];
+}
+
+/** One model as one gateway serves it. Prices are USD per token (null = unknown). */
+export interface Offer {
+  gateway: string;
+  /** The id the upstream expects in its request. */
+  upstreamModel: string;
+  /** Canonical `developer/model` id shared by offers of the same model on different gateways. */
+  modelId: string;
+  developer: string;
+  name: string;
+  pricing: {
+    prompt: number | null;
+    completion: number | null;
+    cacheRead: number | null;
+    cacheWrite: number | null;
+    /** USD per image for image models; USD per minute for audio models. */
+    image: number | null;
+    audioPerMinute: number | null;
+  };
+  contextLength: number | null;
+  maxOutputTokens: number | null;
+  capabilities: { tools: boolean; vision: boolean; reasoning: boolean; jsonMode: boolean; streaming: boolean };
+  modalities: { input: string[]; output: string[] };
+}
+
+export interface CatalogReader {
+  /**
+   * Offers that serve `model`: `gateway/model` (that gateway only), `developer/model` (canonical id, every
+   * gateway), or a bare id (matched against canonical and upstream ids). Empty when unknown.
+   */
+  resolve(model: string): Offer[];
+  gateway(id: string): GatewayInfo | undefined;
+  gateways(): GatewayInfo[];
+}

@@ -1,0 +1,127 @@
+/**
+ * The one HTTP client for upstream calls: undici with pooled keep-alive connections, connect / first-byte /
+ * idle timeouts, and one mapping from transport failures and HTTP statuses to UpstreamError.
+ */
+import { Agent, request, errors as undiciErrors, type Dispatcher } from 'undici';
+import { UpstreamError } from '../engine/types.js';
+
+export interface Timeouts {
+  connectMs: number;
+  firstByteMs: number;
+  totalMs: number;
+}
+
+const agents = new Map<number, Agent>();
+
+function agentFor(connectMs: number): Agent {
+  let a = agents.get(connectMs);
+  if (!a) {
+    a = new Agent({ connect: { timeout: connectMs }, keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 512 });
+    agents.set(connectMs, a);
+  }
+  return a;
+}
+
+export async function closeAgents(): Promise<void> {
+  await Promise.all([...agents.values()].map((a) => a.close().catch(() => {})));
+  agents.clear();
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+/**
+ * Sends a request. Resolves once the status line and headers arrived (the first byte); the body streams.
+ * Any non-2xx status is read (bounded) and thrown as an UpstreamError. `signal` aborts everything.
+ */
+export async function send(
+  url: string,
+  init: { method?: string; headers: Record<string, string>; body?: string | Buffer | Uint8Array; signal: AbortSignal; timeouts: Timeouts },
+): Promise<UpstreamResponse> {
+  const total = AbortSignal.timeout(init.timeouts.totalMs);
+  const signal = AbortSignal.any([init.signal, total]);
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await request(url, {
+      method: (init.method ?? 'POST') as Dispatcher.HttpMethod,
+      headers: init.headers,
+      body: init.body,
+      signal,
+      dispatcher: agentFor(init.timeouts.connectMs),
+      headersTimeout: init.timeouts.firstByteMs,
+      bodyTimeout: init.timeouts.firstByteMs,
+    });
+  } catch (err) {
+    throw transportError(err, init.signal, total);
+  }
+  if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, headers: res.headers, body: res.body };
+  const text = await readCapped(res.body, 64 * 1024).catch(() => '');
+  throw statusError(res.statusCode, res.headers, text);
+}
+
+/** Reads a whole (small) body as text, at most `cap` bytes. */
+export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 1024 * 1024): Promise<string> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of body) {
+    n += chunk.length;
+    if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
+    parts.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+export async function readJson<T = any>(body: AsyncIterable<Uint8Array>): Promise<T> {
+  const text = await readCapped(body);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new UpstreamError('invalid_response', 'upstream answered with malformed JSON');
+  }
+}
+
+function retryAfterMs(headers: Record<string, string | string[] | undefined>): number | undefined {
+  const raw = headers['retry-after'];
+  const v = Array.isArray(raw) ? raw[0] : raw;
+  if (!v) return undefined;
+  const secs = Number(v);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const date = Date.parse(v);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+/** A short, safe summary of an upstream error body (never the body itself: it may echo keys). */
+function upstreamMessage(text: string): string {
+  try {
+    const j = JSON.parse(text);
+    const m = j?.error?.message ?? j?.message ?? j?.error;
+    if (typeof m === 'string') return m.replace(/(sk|gw_live|key)[-_][A-Za-z0-9_-]{8,}/g, '[redacted]').slice(0, 300);
+  } catch { /* not JSON */ }
+  return '';
+}
+
+export function statusError(status: number, headers: Record<string, string | string[] | undefined>, text: string): UpstreamError {
+  const detail = upstreamMessage(text);
+  const msg = (what: string) => `${what} (upstream HTTP ${status})${detail ? `: ${detail}` : ''}`;
+  if (status === 429) return new UpstreamError('rate_limited', msg('upstream rate limit'), status, retryAfterMs(headers));
+  if (status === 401 || status === 403) return new UpstreamError('auth', `upstream refused the gateway's provider credentials (HTTP ${status})`, status);
+  if (status === 404) return new UpstreamError('not_found', msg('model not found upstream'), status);
+  if (status === 400 || status === 413 || status === 422) return new UpstreamError('bad_request', msg('upstream rejected the request'), status);
+  if (status === 408 || status === 504) return new UpstreamError('timeout', msg('upstream timed out'), status);
+  return new UpstreamError('server_error', msg('upstream error'), status);
+}
+
+export function transportError(err: unknown, clientSignal?: AbortSignal, total?: AbortSignal): unknown {
+  if (clientSignal?.aborted) return err; // the client went away: not an upstream fault
+  if (total?.aborted) return new UpstreamError('timeout', 'upstream did not finish within the total timeout');
+  const e = err as { code?: string; name?: string; message?: string };
+  if (e instanceof undiciErrors.ConnectTimeoutError || e?.code === 'UND_ERR_CONNECT_TIMEOUT') return new UpstreamError('timeout', 'upstream connect timeout');
+  if (e instanceof undiciErrors.HeadersTimeoutError || e?.code === 'UND_ERR_HEADERS_TIMEOUT') return new UpstreamError('timeout', 'upstream first-byte timeout');
+  if (e instanceof undiciErrors.BodyTimeoutError || e?.code === 'UND_ERR_BODY_TIMEOUT') return new UpstreamError('timeout', 'upstream stalled mid-body');
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return new UpstreamError('timeout', 'upstream timeout');
+  if (err instanceof UpstreamError) return err;
+  return new UpstreamError('connection', `upstream connection failed: ${e?.code ?? e?.message ?? 'unknown'}`);
+}
