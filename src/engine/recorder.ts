@@ -1,0 +1,84 @@
+/**
+ * Usage and health records, written off the request path: callers push into an in-memory buffer that is
+ * flushed in one batch every `intervalMs` (or sooner when `maxBatch` is reached) and on stop. A failed flush
+ * keeps its records for the next attempt, so none are lost while the process lives.
+ */
+import type { Store } from '../store/index.js';
+import type { UsageRecord } from '../store/usage.js';
+import type { HealthObservation } from '../store/health.js';
+import type { Logger } from '../logger.js';
+
+export class Recorder {
+  private usage: UsageRecord[] = [];
+  private health: HealthObservation[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private listeners: Array<(u: UsageRecord[], h: HealthObservation[]) => void> = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly logger: Logger,
+    private readonly intervalMs = 250,
+    private readonly maxBatch = 1000,
+  ) {}
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Observers (metrics, live health snapshots) see every batch as it is flushed. */
+  onFlush(fn: (u: UsageRecord[], h: HealthObservation[]) => void): void {
+    this.listeners.push(fn);
+  }
+
+  recordUsage(rec: UsageRecord): void {
+    this.usage.push(rec);
+    if (this.usage.length >= this.maxBatch) void this.flush();
+  }
+
+  recordHealth(obs: HealthObservation): void {
+    this.health.push(obs);
+    if (this.health.length >= this.maxBatch) void this.flush();
+  }
+
+  get pending(): number {
+    return this.usage.length + this.health.length;
+  }
+
+  /** Writes everything buffered; concurrent calls share one flush. */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (!this.usage.length && !this.health.length) return;
+    const usage = this.usage.splice(0);
+    const health = this.health.splice(0);
+    this.flushing = (async () => {
+      try {
+        if (usage.length) await this.store.usage.insertMany(usage);
+      } catch (err) {
+        this.usage.unshift(...usage);
+        this.logger.error({ err, records: usage.length }, 'usage flush failed; will retry');
+      }
+      try {
+        if (health.length) await this.store.health.record(health);
+      } catch (err) {
+        this.health.unshift(...health);
+        this.logger.error({ err, records: health.length }, 'health flush failed; will retry');
+      }
+      for (const fn of this.listeners) {
+        try { fn(usage, health); } catch (err) { this.logger.warn({ err }, 'recorder listener failed'); }
+      }
+    })();
+    try {
+      await this.flushing;
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+}
