@@ -1,0 +1,38 @@
+import { expect } from 'chai';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startGatewayProcess, runTs } from '../support/proc.js';
+
+describe('e2e: the gateway process (npm start)', function () {
+  this.timeout(60_000);
+
+  it('starts on SQLite with no setup, logs JSON with request ids and no secrets, and drains on SIGTERM', async () => {
+    const env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) };
+    const created = await runTs('scripts/keys.ts', ['create', '--name', 'p', '--credits', '1'], { ...env, LOG_LEVEL: 'silent' });
+    const key = created.stdout.trim();
+    const gw = await startGatewayProcess(env);
+    try {
+      const health = await fetch(`${gw.url}/health`);
+      expect(health.status).to.equal(200);
+      expect(await health.json()).to.include({ status: 'ok', version: '2.0.3' });
+      const res = await fetch(`${gw.url}/v1/chat/sessions`, { headers: { Authorization: `Bearer ${key}`, 'X-Request-Id': 'trace-42' } });
+      expect(res.status).to.equal(200);
+      expect(res.headers.get('x-request-id')).to.equal('trace-42');
+      await fetch(`${gw.url}/v1/chat/sessions`, { method: 'POST', headers: { Authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'secret prompt words' }) });
+    } finally {
+      const code = await gw.stop('SIGTERM');
+      expect(code).to.equal(0);
+    }
+    const lines = gw.logs().trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.some((l) => l.requestId === 'trace-42' && l.status === 200 && l.path === '/v1/chat/sessions')).to.equal(true);
+    expect(lines.some((l) => l.msg === 'stopped')).to.equal(true);
+    expect(gw.logs()).to.not.contain(key).and.not.contain('secret prompt words');
+  });
+
+  it('a bad setting stops start-up with a message naming the variable', async () => {
+    const r = await runTs('src/main.ts', [], { PORT: 'eighty', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) });
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.contain('PORT: must be an integer');
+  });
+});

@@ -1,0 +1,63 @@
+/** Runs the project's own entry points (npm scripts' targets) as child processes, for end-to-end tests. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export function runTs(script: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export interface RunningGateway {
+  url: string;
+  child: ChildProcess;
+  logs: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `src/main.ts` and resolves when it logs that it is listening. */
+export async function startGatewayProcess(env: Record<string, string>): Promise<RunningGateway> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+    cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: String(port), ...env },
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
+    const check = () => { if (out.includes('gateway listening')) { clearTimeout(t); resolve(); } };
+    child.stdout!.on('data', check);
+    child.on('exit', (code) => { clearTimeout(t); reject(new Error(`gateway exited with ${code}:\n${out}`)); });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    logs: () => out,
+    stop: (signal = 'SIGTERM') => new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve(child.exitCode);
+      child.once('exit', (code) => resolve(code));
+      child.kill(signal);
+    }),
+  };
+}
