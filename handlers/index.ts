@@ -7,10 +7,12 @@ import type { Handler } from '../src/app.js';
 import { notImplemented } from '../src/errors.js';
 import * as sessions from './sessions.js';
 import * as health from './health.js';
+import * as chat from './chat.js';
+import * as messages from './messages.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issues 3, 4, 5)
-  'createChatCompletion', 'createMessage', 'createImage', 'createTranscription', 'createTranscriptionBase64',
+  'createImage', 'createTranscription', 'createTranscriptionBase64',
   // tools, hub and partner facades (issue 8)
   'listTools', 'getToolDefinitions', 'getTool', 'executeTool', 'searchAugment',
   'listPartnerModels', 'listPartnerIds', 'checkPartnerModel',
@@ -34,4 +36,6 @@ export const handlers: Record<string, Handler> = {
   ...notBuilt,
   ...sessions,
   ...health,
+  ...chat,
+  ...messages,
 };

@@ -7,20 +7,38 @@ import type { Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { Recorder } from './engine/recorder.js';
+import { Breakers } from './engine/breaker.js';
+import { ChatEngine, type Upstreams } from './engine/chat.js';
+import { providers } from './providers/registry.js';
+import { closeAgents } from './providers/http.js';
+import type { CatalogReader } from './catalog/types.js';
 
 export interface Services {
   startedAt: Date;
   /** Batched usage and health writes (flushed on stop). */
   recorder: Recorder;
+  breakers: Breakers;
+  catalog: CatalogReader & Upstreams;
+  engine: ChatEngine;
 }
 
-export async function buildServices(_config: Config, store: Store, logger: Logger): Promise<Services> {
-  const recorder = new Recorder(store, logger);
+/** `overrides` lets tests supply parts (e.g. a catalog built from fixtures). */
+export async function buildServices(config: Config, store: Store, logger: Logger, overrides: Partial<Services> = {}): Promise<Services> {
+  const recorder = overrides.recorder ?? new Recorder(store, logger);
   recorder.start();
-  return { startedAt: new Date(), recorder };
+  const breakers = overrides.breakers ?? new Breakers();
+  const catalog = overrides.catalog ?? (await defaultCatalog(config, store, logger));
+  const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
+  return { startedAt: new Date(), recorder, breakers, catalog, engine };
+}
+
+async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
+  // Replaced by the seeded catalog (src/catalog/) when it lands; until then no model resolves.
+  return { resolve: () => [], gateway: () => undefined, gateways: () => [], upstream: () => undefined };
 }
 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
 export async function stopServices(services: Services): Promise<void> {
   await services.recorder.stop();
+  await closeAgents();
 }

@@ -25,7 +25,7 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(opts: { dialect?: TestDialect; env?: Record<string, string> } = {}): Promise<TestGateway> {
+export async function startTestGateway(opts: { dialect?: TestDialect; env?: Record<string, string>; services?: Partial<Services> } = {}): Promise<TestGateway> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-data-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -39,7 +39,7 @@ export async function startTestGateway(opts: { dialect?: TestDialect; env?: Reco
   const logger = createLogger(config.logLevel);
   const store = await openStore(config.database);
   const keys = new KeyService(store.keys, config.keyHashSecret, config.adminApiKey);
-  const services = await buildServices(config, store, logger);
+  const services = await buildServices(config, store, logger, opts.services);
   const app = await createApp({ config, store, keys, logger, services });
   return {
     app, store, keys, config, services,

@@ -1,0 +1,77 @@
+/** POST /v1/chat/completions: OpenAI wire in, the engine, OpenAI wire out (JSON or SSE). */
+import crypto from 'node:crypto';
+import type { Handler, HandlerCtx } from '../src/app.js';
+import { ApiError, forbidden, notFound } from '../src/errors.js';
+import { parseChatRequest } from '../src/wire/openai-chat.js';
+import { toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
+import { gatewayUsage, clientError, type Served } from '../src/engine/chat.js';
+import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
+import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
+import type { ChatSession } from '../src/store/sessions.js';
+
+const servedHeaders = (s: { offer: { gateway: string; upstreamModel: string } }) => ({
+  'X-Gateway-Provider': s.offer.gateway,
+  'X-Gateway-Model': s.offer.upstreamModel,
+});
+
+/** The session's saved messages go before the request's; the session must be the caller's own. */
+async function withSession(ctx: HandlerCtx, req: ChatRequest): Promise<ChatSession | undefined> {
+  const id = ctx.query.session_id;
+  if (id === undefined || id === null) return undefined;
+  if (!ctx.principal || ctx.principal.admin) throw forbidden('Chat sessions belong to API keys.');
+  const session = await ctx.deps.store.sessions.get(ctx.principal.userId, Number(id));
+  if (!session) throw notFound(`Chat session ${id} not found.`);
+  const history: Message[] = (session.messages ?? []).map((m) => ({ role: m.role as Message['role'], content: m.content }));
+  req.messages = [...history, ...req.messages];
+  return session;
+}
+
+async function saveTurn(ctx: HandlerCtx, session: ChatSession | undefined, req: ChatRequest, reply: string, served: Served) {
+  if (!session) return;
+  const lastUser = [...req.messages].reverse().find((m) => m.role === 'user');
+  const text = (c: Message['content']) => (typeof c === 'string' ? c : (c ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(''));
+  const model = served.offer.modelId;
+  await ctx.deps.store.sessions.addMessages(session.id, [
+    ...(lastUser ? [{ role: 'user', content: text(lastUser.content), model, tokens: served.usage.promptTokens }] : []),
+    { role: 'assistant', content: reply, model, tokens: served.usage.completionTokens },
+  ]);
+}
+
+export const createChatCompletion: Handler = async (ctx) => {
+  const { engine } = ctx.deps.services;
+  const req = parseChatRequest(ctx.body);
+  const session = await withSession(ctx, req);
+  const abort = clientGone(ctx.res);
+  const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'chat.completions', pinGateway: ctx.body.provider, signal: abort.signal };
+
+  if (!req.stream) {
+    const { result, served } = await engine.complete(req, call);
+    await saveTurn(ctx, session, req, result.choices[0]?.content ?? '', served);
+    return { body: toCompletion(result, served.offer.modelId, gatewayUsage(served)), headers: servedHeaders(served) };
+  }
+
+  const stream = await engine.stream(req, call);
+  const writer = new OpenAIChunkWriter(`chatcmpl-${crypto.randomUUID()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
+  startSse(ctx.res, { ...servedHeaders(stream), 'X-Request-Id': ctx.requestId });
+  let reply = '';
+  try {
+    for await (const ev of stream.events) {
+      if (ev.type === 'text' && ev.index === 0) reply += ev.text;
+      await writeFrame(ctx.res, writer.write(ev));
+      if (abort.signal.aborted) break;
+    }
+    const served = stream.served();
+    if (served) {
+      await writeFrame(ctx.res, writer.end(gatewayUsage(served)));
+      await saveTurn(ctx, session, req, reply, served);
+    }
+  } catch (err) {
+    if (!abort.signal.aborted) {
+      const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
+      ctx.log.warn({ requestId: ctx.requestId, err: (err as Error).message }, 'stream failed after the first byte');
+      await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code));
+    }
+  } finally {
+    ctx.res.end();
+  }
+};

@@ -1,0 +1,42 @@
+/** POST /v1/messages: the Anthropic Messages format over the same engine as chat completions. */
+import type { Handler } from '../src/app.js';
+import { ApiError, anthropicErrorType } from '../src/errors.js';
+import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
+import { gatewayUsage, clientError } from '../src/engine/chat.js';
+import { UpstreamError, emptyUsage } from '../src/engine/types.js';
+import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
+
+export const createMessage: Handler = async (ctx) => {
+  const { engine } = ctx.deps.services;
+  const req = parseMessagesRequest(ctx.body);
+  const abort = clientGone(ctx.res);
+  const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'messages', pinGateway: ctx.body.provider, signal: abort.signal };
+
+  if (!req.stream) {
+    const { result, served } = await engine.complete(req, call);
+    const message = result.anthropicMessage ? { ...result.anthropicMessage } : toAnthropicMessage(result, served.offer.modelId);
+    return {
+      body: { ...message, gateway_usage: gatewayUsage(served) },
+      headers: { 'X-Gateway-Provider': served.offer.gateway, 'X-Gateway-Model': served.offer.upstreamModel },
+    };
+  }
+
+  const stream = await engine.stream(req, call);
+  const writer = new AnthropicEventWriter(stream.offer.modelId);
+  startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel, 'X-Request-Id': ctx.requestId });
+  try {
+    for await (const ev of stream.events) {
+      await writeFrame(ctx.res, writer.write(ev));
+      if (abort.signal.aborted) break;
+    }
+    const served = stream.served();
+    if (served) await writeFrame(ctx.res, writer.end(served.usage ?? emptyUsage()));
+  } catch (err) {
+    if (!abort.signal.aborted) {
+      const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
+      await writeFrame(ctx.res, AnthropicEventWriter.error(anthropicErrorType(e.status), `The upstream stream failed: ${e.message}`));
+    }
+  } finally {
+    ctx.res.end();
+  }
+};

@@ -1,0 +1,69 @@
+/**
+ * A circuit breaker per (gateway, model): `failureThreshold` consecutive failures open it; after `cooldownMs`
+ * one trial call is let through (half-open); its success closes the breaker, its failure opens it again.
+ */
+export type BreakerState = 'closed' | 'open' | 'half_open';
+
+interface Entry {
+  failures: number;
+  openedAt: number;
+  state: BreakerState;
+  trialInFlight: boolean;
+}
+
+export class Breakers {
+  private entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly failureThreshold = 5,
+    private readonly cooldownMs = 30_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private key(gateway: string, model: string) {
+    return `${gateway}\u0000${model}`;
+  }
+
+  state(gateway: string, model: string): BreakerState {
+    const e = this.entries.get(this.key(gateway, model));
+    if (!e) return 'closed';
+    if (e.state === 'open' && this.now() - e.openedAt >= this.cooldownMs) return 'half_open';
+    return e.state;
+  }
+
+  /** May a call go to this (gateway, model) now? Claims the half-open trial when it is one. */
+  allow(gateway: string, model: string): boolean {
+    const e = this.entries.get(this.key(gateway, model));
+    if (!e || e.state === 'closed') return true;
+    if (this.state(gateway, model) === 'half_open' && !e.trialInFlight) {
+      e.state = 'half_open';
+      e.trialInFlight = true;
+      return true;
+    }
+    return false;
+  }
+
+  success(gateway: string, model: string): void {
+    this.entries.delete(this.key(gateway, model));
+  }
+
+  failure(gateway: string, model: string): void {
+    const k = this.key(gateway, model);
+    const e = this.entries.get(k) ?? { failures: 0, openedAt: 0, state: 'closed' as BreakerState, trialInFlight: false };
+    e.failures++;
+    e.trialInFlight = false;
+    if (e.state === 'half_open' || e.failures >= this.failureThreshold) {
+      e.state = 'open';
+      e.openedAt = this.now();
+    }
+    this.entries.set(k, e);
+  }
+
+  /** Every breaker that is not closed, for status pages and metrics. */
+  snapshot(): Array<{ gateway: string; model: string; state: BreakerState; failures: number }> {
+    return [...this.entries.entries()].map(([k, e]) => {
+      const [gateway, model] = k.split('\u0000');
+      return { gateway, model, state: this.state(gateway, model), failures: e.failures };
+    }).filter((x) => x.state !== 'closed' || x.failures > 0);
+  }
+}

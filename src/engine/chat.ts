@@ -1,0 +1,300 @@
+/**
+ * The chat pipeline: resolve the model to candidate offers -> hold the worst-case cost -> call candidates in
+ * order (failover on retryable failures, bounded retries with backoff and jitter, a breaker per gateway+model)
+ * -> settle the real cost -> one usage record per request, one health observation per attempt.
+ * Streams fail over only until their first event; after that a failure reaches the client as an error event.
+ */
+import crypto from 'node:crypto';
+import type { Config } from '../config.js';
+import type { Store } from '../store/index.js';
+import type { Logger } from '../logger.js';
+import type { Principal } from '../auth.js';
+import type { CatalogReader, Offer } from '../catalog/types.js';
+import type { ProviderAdapter, Target } from '../providers/types.js';
+import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js';
+import { nanoToUsd } from '../store/credits.js';
+import type { Recorder } from './recorder.js';
+import type { Breakers } from './breaker.js';
+import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
+import { UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
+
+/** Where a configured gateway is reached; undefined when it has no key (not configured). */
+export interface Upstreams {
+  upstream(gatewayId: string): { baseUrl: string; apiKey: string } | undefined;
+}
+
+export interface EngineDeps {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  recorder: Recorder;
+  breakers: Breakers;
+  catalog: CatalogReader & Upstreams;
+  providers: Record<string, ProviderAdapter>;
+}
+
+export interface CallContext {
+  principal: Principal;
+  requestId: string;
+  /** e.g. `chat.completions`, `messages` — stored on the usage record. */
+  endpoint: string;
+  /** Pin to one gateway (the request's `provider`). */
+  pinGateway?: string;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+/** What was served, for `gateway_usage` and response headers. */
+export interface Served {
+  offer: Offer;
+  attempts: number;
+  latencyMs: number;
+  ttftMs: number | null;
+  usage: Usage;
+  cost: Cost;
+}
+
+export const gatewayUsage = (s: Served) => ({
+  gateway: s.offer.gateway,
+  provider: s.offer.developer,
+  model: s.offer.upstreamModel,
+  cost_usd: nanoToUsd(s.cost.totalNano),
+  input_cost_usd: nanoToUsd(s.cost.inputNano),
+  output_cost_usd: nanoToUsd(s.cost.outputNano),
+  latency_ms: s.latencyMs,
+  time_to_first_token_ms: s.ttftMs,
+  attempts: s.attempts,
+  cached: false,
+});
+
+type Outcome = 'success' | 'error' | 'timeout' | 'rate_limited' | 'cancelled';
+
+const outcomeOf = (e: UpstreamError): Outcome => (e.kind === 'timeout' ? 'timeout' : e.kind === 'rate_limited' ? 'rate_limited' : 'error');
+
+/** An UpstreamError as the client sees it: the provider's 4xx keep their meaning, the rest are 502/504. */
+export function clientError(e: UpstreamError): ApiError {
+  switch (e.kind) {
+    case 'rate_limited': {
+      const secs = Math.max(1, Math.ceil((e.retryAfterMs ?? 1000) / 1000));
+      return new ApiError(429, 'rate_limit_error', `${e.message}. Retry after ${secs}s.`, 'upstream_rate_limited', null, { 'Retry-After': String(secs) });
+    }
+    case 'timeout':
+      return new ApiError(504, 'upstream_error', e.message, 'upstream_timeout');
+    case 'bad_request':
+      return new ApiError(400, 'invalid_request_error', e.message, 'upstream_bad_request');
+    default:
+      return new ApiError(502, 'upstream_error', e.message, `upstream_${e.kind}`);
+  }
+}
+
+export class ChatEngine {
+  constructor(private readonly d: EngineDeps) {}
+
+  /** Offers to try, in order; throws 404 for an unknown model, 503 when no configured gateway serves it. */
+  candidates(req: ChatRequest, pinGateway?: string): Offer[] {
+    const { catalog, providers } = this.d;
+    let offers = catalog.resolve(req.model);
+    if (!offers.length) throw new ApiError(404, 'not_found_error', `The model '${req.model}' does not exist or is not served by any gateway.`, 'model_not_found', 'model');
+    if (pinGateway) {
+      const gw = catalog.gateway(pinGateway);
+      if (!gw) throw new ApiError(404, 'not_found_error', `Unknown provider '${pinGateway}'.`, 'provider_not_found', 'provider');
+      offers = offers.filter((o) => o.gateway === gw.id);
+      if (!offers.length) throw new ApiError(404, 'not_found_error', `The model '${req.model}' is not served by '${gw.id}'.`, 'model_not_found', 'provider');
+    }
+    const usable = offers.filter((o) => providers[o.gateway] && catalog.upstream(o.gateway));
+    if (!usable.length) {
+      const names = [...new Set(offers.map((o) => o.gateway))].slice(0, 8).join(', ');
+      throw new ApiError(503, 'service_unavailable', `The model '${req.model}' is known, but no configured gateway serves it (it is offered by: ${names}).`, 'no_configured_provider');
+    }
+    return usable;
+  }
+
+  private target(offer: Offer): Target {
+    const up = this.d.catalog.upstream(offer.gateway)!;
+    const { config } = this.d;
+    return {
+      gateway: this.d.catalog.gateway(offer.gateway)!,
+      baseUrl: up.baseUrl.replace(/\/+$/, ''),
+      apiKey: up.apiKey,
+      upstreamModel: offer.upstreamModel,
+      timeouts: { connectMs: config.upstreamConnectTimeoutMs, firstByteMs: config.upstreamFirstByteTimeoutMs, totalMs: config.upstreamTotalTimeoutMs },
+    };
+  }
+
+  private async hold(req: ChatRequest, offers: Offer[], ctx: CallContext): Promise<{ id: string; amount: number }> {
+    if (ctx.principal.admin) throw forbidden('The admin credential has no balance; call with an API key.');
+    const amount = Math.max(0, ...offers.map((o) => worstCaseNano(o, req, this.d.config.priceMarkup)));
+    const id = crypto.randomUUID();
+    const ttl = this.d.config.upstreamTotalTimeoutMs + 60_000;
+    if (!(await this.d.store.credits.hold(ctx.principal.userId, id, amount, ttl))) {
+      const balance = await this.d.store.credits.balance(ctx.principal.userId);
+      throw insufficientCredits(`Insufficient credits: this request may cost up to $${nanoToUsd(amount).toFixed(6)} and the balance is $${nanoToUsd(balance).toFixed(6)}. Lower max_tokens or add credits.`);
+    }
+    return { id, amount };
+  }
+
+  /**
+   * Calls `fn` on candidates in order until one succeeds. Each candidate gets one try, the last one up to two
+   * (backoff with jitter, honouring a short Retry-After); at most `maxAttempts` calls in all.
+   */
+  private async tryCandidates<T>(offers: Offer[], ctx: CallContext, fn: (offer: Offer, target: Target) => Promise<T>):
+    Promise<{ value: T; offer: Offer; attempts: number; startedAt: number }> {
+    const { breakers, config } = this.d;
+    let attempts = 0;
+    let last: UpstreamError | undefined;
+    for (let i = 0; i < offers.length && attempts < config.maxAttempts; i++) {
+      const offer = offers[i];
+      if (!breakers.allow(offer.gateway, offer.modelId)) continue;
+      const tries = i === offers.length - 1 ? 2 : 1;
+      for (let t = 0; t < tries && attempts < config.maxAttempts; t++) {
+        attempts++;
+        const startedAt = Date.now();
+        try {
+          const value = await fn(offer, this.target(offer));
+          return { value, offer, attempts, startedAt };
+        } catch (err) {
+          if (ctx.signal.aborted) throw err;
+          const e = err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err));
+          this.observe(offer, false, outcomeOf(e), Date.now() - startedAt, e.message, e.kind === 'bad_request');
+          last = e;
+          if (!e.retryable) throw e;
+          if (t + 1 < tries && attempts < config.maxAttempts && (e.kind !== 'rate_limited' || (e.retryAfterMs ?? 0) <= 2000)) {
+            await sleep(e.retryAfterMs ?? Math.min(2000, 200 * 2 ** t) * (0.5 + Math.random() / 2), ctx.signal);
+          }
+        }
+      }
+    }
+    if (last) throw last;
+    throw new ApiError(503, 'service_unavailable', `Every gateway serving '${offers[0]?.modelId}' is failing right now (circuit open); try again shortly.`, 'circuit_open');
+  }
+
+  /** One passive health observation (skipped for the client's own bad requests), and the breaker's count. */
+  private observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false) {
+    if (clientFault || status === 'cancelled') return;
+    if (ok) this.d.breakers.success(offer.gateway, offer.modelId);
+    else this.d.breakers.failure(offer.gateway, offer.modelId);
+    this.d.recorder.recordHealth({ gateway: offer.gateway, model: offer.modelId, provider: offer.developer, ok, status, latencyMs, error, ts: Date.now(), source: 'passive' });
+  }
+
+  private record(ctx: CallContext, offer: Offer | undefined, req: ChatRequest, status: Outcome, httpStatus: number, usage: Usage | null,
+    costNano: number, latencyMs: number, ttftMs: number | null, errorClass: string | null) {
+    this.d.recorder.recordUsage({
+      request_id: ctx.requestId, user_id: ctx.principal.userId, key_id: ctx.principal.keyId, endpoint: ctx.endpoint,
+      gateway: offer?.gateway ?? 'none', provider: offer?.developer ?? 'unknown', model: offer?.modelId ?? req.model,
+      status, error_class: errorClass, http_status: httpStatus,
+      prompt_tokens: usage?.promptTokens ?? 0, completion_tokens: usage?.completionTokens ?? 0, cached_tokens: usage?.cachedTokens ?? 0,
+      cost_nano: costNano, latency_ms: Math.round(latencyMs), ttft_ms: ttftMs === null ? null : Math.round(ttftMs), created_at: Date.now(),
+    });
+  }
+
+  /** Settles the hold and writes the usage record of a request that failed before or without a result. */
+  private async fail(ctx: CallContext, req: ChatRequest, holdId: string, offer: Offer | undefined, err: unknown, started: number): Promise<never> {
+    await this.d.store.credits.release(holdId);
+    if (ctx.signal.aborted) {
+      this.record(ctx, offer, req, 'cancelled', 499, null, 0, Date.now() - started, null, 'client_disconnected');
+      throw err;
+    }
+    const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
+    const status: Outcome = err instanceof UpstreamError ? outcomeOf(err) : 'error';
+    this.record(ctx, offer, req, status, e.status, null, 0, Date.now() - started, null, err instanceof UpstreamError ? err.kind : e.code);
+    throw e;
+  }
+
+  async complete(req: ChatRequest, ctx: CallContext): Promise<{ result: ChatResult; served: Served }> {
+    const offers = this.candidates(req, ctx.pinGateway);
+    const hold = await this.hold(req, offers, ctx);
+    const started = Date.now();
+    let got: Awaited<ReturnType<typeof this.tryCandidates<ChatResult>>>;
+    try {
+      got = await this.tryCandidates(offers, ctx, (offer, target) => this.d.providers[offer.gateway].chat({ ...req, stream: false }, target, ctx.signal));
+    } catch (err) {
+      return this.fail(ctx, req, hold.id, undefined, err, started);
+    }
+    const { value: result, offer, attempts, startedAt } = got;
+    const latencyMs = Date.now() - started;
+    this.observe(offer, true, 'success', Date.now() - startedAt, null);
+    const usage = result.usage ?? {
+      promptTokens: estimatePromptTokens(req), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
+      completionTokens: result.choices.reduce((n, c) => n + estimateTextTokens(c.content ?? '') + estimateTextTokens(c.toolCalls?.map((t) => t.arguments).join('') ?? ''), 0),
+    };
+    const cost = costOf(offer, usage, this.d.config.priceMarkup);
+    const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
+    this.record(ctx, offer, req, 'success', 200, usage, charged, latencyMs, null, null);
+    return { result: { ...result, usage }, served: { offer, attempts, latencyMs, ttftMs: null, usage, cost: { ...cost, totalNano: charged } } };
+  }
+
+  /**
+   * Opens a stream. Resolves once a candidate produced its first event (failover happens before that); the
+   * returned events are the upstream's, and `served()` is known once they end. Ending the iteration early
+   * (client gone) aborts nothing by itself: the caller aborts `ctx.signal`.
+   */
+  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined }> {
+    const offers = this.candidates(req, ctx.pinGateway);
+    const hold = await this.hold(req, offers, ctx);
+    const started = Date.now();
+    let got: Awaited<ReturnType<typeof this.tryCandidates<{ it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent> }>>>;
+    try {
+      got = await this.tryCandidates(offers, ctx, async (offer, target) => {
+        const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, ctx.signal);
+        const it = upstream[Symbol.asyncIterator]();
+        return { it, first: await it.next() };
+      });
+    } catch (err) {
+      return this.fail(ctx, req, hold.id, undefined, err, started);
+    }
+    const { offer, attempts, startedAt } = got;
+    const ttftMs = Date.now() - started;
+    let served: Served | undefined;
+    const engine = this;
+
+    async function* events(): AsyncGenerator<StreamEvent> {
+      let usage: Usage | null = null;
+      let chars = 0;
+      let ended = false;
+      let failure: unknown;
+      try {
+        let step = got.value.first;
+        while (!step.done) {
+          const ev = step.value;
+          if (ev.type === 'usage') usage = ev.usage;
+          else if (ev.type === 'text' || ev.type === 'thinking') chars += ev.text.length;
+          else if (ev.type === 'tool_call_delta') chars += ev.arguments.length;
+          else if (ev.type === 'end') ended = true;
+          yield ev;
+          step = await got.value.it.next();
+        }
+        if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
+      } catch (err) {
+        failure = err;
+        throw err;
+      } finally {
+        const latencyMs = Date.now() - started;
+        if (ended) {
+          engine.observe(offer, true, 'success', Date.now() - startedAt, null);
+          const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+          const cost = costOf(offer, u, engine.d.config.priceMarkup);
+          const charged = await engine.d.store.credits.settle(hold.id, cost.totalNano);
+          served = { offer, attempts, latencyMs, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
+          engine.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, ttftMs, null);
+        } else {
+          // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
+          await engine.d.store.credits.release(hold.id);
+          await got.value.it.return?.().catch(() => undefined);
+          const cancelled = ctx.signal.aborted || failure === undefined;
+          const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
+          if (!cancelled) engine.observe(offer, false, outcomeOf(e), latencyMs, e.message);
+          engine.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : 502, usage, 0, latencyMs, ttftMs,
+            cancelled ? 'client_disconnected' : e.kind);
+        }
+      }
+    }
+    return { offer, events: events(), served: () => served };
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}

@@ -1,0 +1,201 @@
+/**
+ * The Anthropic Messages format as clients speak it at /v1/messages <-> internal types. When the upstream is
+ * Anthropic itself the adapter sends the client's body natively and its raw events are forwarded verbatim;
+ * for every other upstream these mappings translate.
+ */
+import crypto from 'node:crypto';
+import { badRequest } from '../errors.js';
+import { sseData } from '../stream/sse.js';
+import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, StreamEvent, ToolChoice, Usage } from '../engine/types.js';
+
+type Block = Record<string, any>;
+
+function imagePart(b: Block): ContentPart {
+  const s = b.source ?? {};
+  if (s.type === 'base64') return { type: 'image', url: `data:${s.media_type};base64,${s.data}` };
+  if (s.type === 'url') return { type: 'image', url: String(s.url) };
+  throw badRequest(`image source type "${s.type}" is not supported`, 'messages');
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.filter((b: Block) => b?.type === 'text').map((b: Block) => b.text).join('');
+  return '';
+}
+
+/** One Anthropic message may become several internal ones: tool results are messages of their own. */
+function mapMessage(m: Block, i: number): Message[] {
+  if (typeof m.content === 'string') return [{ role: m.role, content: m.content }];
+  if (!Array.isArray(m.content)) throw badRequest(`messages[${i}].content must be a string or an array of blocks`, 'messages');
+  const out: Message[] = [];
+  const parts: ContentPart[] = [];
+  const toolCalls: NonNullable<Message['toolCalls']> = [];
+  const thinking: NonNullable<Message['thinking']> = [];
+  for (const b of m.content as Block[]) {
+    switch (b.type) {
+      case 'text': parts.push({ type: 'text', text: String(b.text ?? '') }); break;
+      case 'image': parts.push(imagePart(b)); break;
+      case 'tool_use': toolCalls.push({ id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) }); break;
+      case 'tool_result':
+        out.push({ role: 'tool', toolCallId: b.tool_use_id, content: textOf(b.content), ...(b.is_error ? { isError: true } : {}) });
+        break;
+      case 'thinking': thinking.push({ text: String(b.thinking ?? ''), signature: b.signature }); break;
+      case 'redacted_thinking': thinking.push({ text: String(b.data ?? ''), redacted: true }); break;
+      default: throw badRequest(`messages[${i}]: content block type "${b.type}" is not supported by the gateway`, 'messages');
+    }
+  }
+  if (parts.length || toolCalls.length || thinking.length || !out.length) {
+    const onlyText = parts.every((p) => p.type === 'text');
+    const msg: Message = { role: m.role, content: parts.length ? (onlyText ? parts.map((p) => (p as { text: string }).text).join('') : parts) : m.role === 'assistant' ? null : '' };
+    if (toolCalls.length) msg.toolCalls = toolCalls;
+    if (thinking.length) msg.thinking = thinking;
+    out.push(msg);
+  }
+  return out;
+}
+
+export function parseMessagesRequest(body: Record<string, any>): ChatRequest {
+  const messages: Message[] = [];
+  if (body.system) messages.push({ role: 'system', content: typeof body.system === 'string' ? body.system : textOf(body.system) });
+  (body.messages as Block[]).forEach((m, i) => messages.push(...mapMessage(m, i)));
+  const req: ChatRequest = {
+    model: body.model, messages, stream: body.stream === true, includeUsage: true, maxTokens: body.max_tokens,
+    extra: {}, anthropicBody: body,
+  };
+  if (typeof body.temperature === 'number') req.temperature = body.temperature;
+  if (typeof body.top_p === 'number') req.topP = body.top_p;
+  if (typeof body.top_k === 'number') req.topK = body.top_k;
+  if (Array.isArray(body.stop_sequences)) req.stop = body.stop_sequences;
+  if (body.metadata?.user_id) req.user = String(body.metadata.user_id);
+  if (Array.isArray(body.tools)) {
+    req.tools = body.tools.filter((t: Block) => t.input_schema || !t.type || t.type === 'custom')
+      .map((t: Block) => ({ name: t.name, description: t.description, parameters: t.input_schema }));
+  }
+  const tc = body.tool_choice;
+  if (tc) {
+    const map: Record<string, ToolChoice> = { auto: 'auto', any: 'required', none: 'none' };
+    req.toolChoice = tc.type === 'tool' ? { name: tc.name } : map[tc.type] ?? 'auto';
+    if (tc.disable_parallel_tool_use) req.parallelToolCalls = false;
+  }
+  if (body.thinking?.type === 'enabled') req.thinking = { budgetTokens: Number(body.thinking.budget_tokens ?? 1024) };
+  return req;
+}
+
+export function stopReason(f: FinishReason, stopSequence: string | null | undefined): string {
+  if (f === 'length') return 'max_tokens';
+  if (f === 'tool_calls') return 'tool_use';
+  if (f === 'stop' && stopSequence) return 'stop_sequence';
+  return 'end_turn';
+}
+
+export function anthropicUsage(u: Usage) {
+  return {
+    input_tokens: Math.max(0, u.promptTokens - u.cachedTokens - u.cacheWriteTokens),
+    output_tokens: u.completionTokens,
+    cache_creation_input_tokens: u.cacheWriteTokens,
+    cache_read_input_tokens: u.cachedTokens,
+  };
+}
+
+export function toAnthropicMessage(result: ChatResult, model: string): Record<string, unknown> {
+  const c = result.choices[0];
+  const content: Block[] = [];
+  for (const t of c?.thinking ?? []) content.push(t.redacted ? { type: 'redacted_thinking', data: t.text } : { type: 'thinking', thinking: t.text, signature: t.signature ?? '' });
+  if (c?.content) content.push({ type: 'text', text: c.content });
+  for (const t of c?.toolCalls ?? []) content.push({ type: 'tool_use', id: t.id, name: t.name, input: safeJson(t.arguments) });
+  return {
+    id: result.id.startsWith('msg_') ? result.id : `msg_${result.id.replace(/^chatcmpl-/, '')}`,
+    type: 'message', role: 'assistant', model, content,
+    stop_reason: stopReason(c?.finishReason ?? 'stop', c?.stopSequence),
+    stop_sequence: c?.finishReason === 'stop' ? c?.stopSequence ?? null : null,
+    usage: anthropicUsage(result.usage!),
+  };
+}
+
+function safeJson(s: string): unknown {
+  try { return s ? JSON.parse(s) : {}; } catch { return { _raw: s }; }
+}
+
+/**
+ * Internal events -> Anthropic's event protocol. Raw Anthropic events (native upstream) are forwarded as they
+ * came and the mapped ones ignored; otherwise blocks are opened and closed as the content kind changes.
+ */
+export class AnthropicEventWriter {
+  private raw = false;
+  private open: { kind: 'text' | 'thinking' | 'tool_use'; toolIndex?: number } | undefined;
+  private blockIndex = -1;
+  private finish: FinishReason = 'stop';
+  private stopSequence: string | null = null;
+  private usage: Usage | null = null;
+
+  constructor(private readonly model: string) {}
+
+  private ev(name: string, data: Record<string, unknown>): string {
+    return sseData(JSON.stringify({ type: name, ...data }), name);
+  }
+
+  private startBlock(kind: 'text' | 'thinking' | 'tool_use', block: Block, toolIndex?: number): string {
+    const close = this.closeBlock();
+    this.blockIndex++;
+    this.open = { kind, toolIndex };
+    return close + this.ev('content_block_start', { index: this.blockIndex, content_block: block });
+  }
+
+  private closeBlock(): string {
+    if (!this.open) return '';
+    this.open = undefined;
+    return this.ev('content_block_stop', { index: this.blockIndex });
+  }
+
+  write(e: StreamEvent): string {
+    if (e.type === 'anthropic_raw') {
+      this.raw = true;
+      return sseData(JSON.stringify(e.data), e.event);
+    }
+    if (this.raw) return '';
+    switch (e.type) {
+      case 'start':
+        return this.ev('message_start', { message: { id: `msg_${crypto.randomUUID().replace(/-/g, '')}`, type: 'message', role: 'assistant', model: this.model,
+          content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } } }) + this.ev('ping', {});
+      case 'text': {
+        if (e.index !== 0) return '';
+        const pre = this.open?.kind === 'text' ? '' : this.startBlock('text', { type: 'text', text: '' });
+        return pre + this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'text_delta', text: e.text } });
+      }
+      case 'thinking': {
+        if (e.index !== 0) return '';
+        const pre = this.open?.kind === 'thinking' ? '' : this.startBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+        let out = pre + (e.text ? this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'thinking_delta', thinking: e.text } }) : '');
+        if (e.signature) out += this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'signature_delta', signature: e.signature } });
+        return out;
+      }
+      case 'tool_call_start':
+        if (e.index !== 0) return '';
+        return this.startBlock('tool_use', { type: 'tool_use', id: e.id, name: e.name, input: {} }, e.toolIndex);
+      case 'tool_call_delta':
+        if (e.index !== 0 || this.open?.kind !== 'tool_use') return '';
+        return this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'input_json_delta', partial_json: e.arguments } });
+      case 'finish':
+        if (e.index === 0) { this.finish = e.finishReason; this.stopSequence = e.stopSequence ?? null; }
+        return '';
+      case 'usage':
+        this.usage = e.usage;
+        return '';
+      case 'end':
+        return '';
+    }
+  }
+
+  /** The closing events of a translated stream (nothing for a forwarded native one: it carried its own). */
+  end(usage: Usage): string {
+    if (this.raw) return '';
+    const u = anthropicUsage(this.usage ?? usage);
+    return this.closeBlock()
+      + this.ev('message_delta', { delta: { stop_reason: stopReason(this.finish, this.stopSequence), stop_sequence: this.finish === 'stop' ? this.stopSequence : null }, usage: u })
+      + this.ev('message_stop', {});
+  }
+
+  static error(type: string, message: string): string {
+    return sseData(JSON.stringify({ type: 'error', error: { type, message } }), 'error');
+  }
+}

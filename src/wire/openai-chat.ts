@@ -1,0 +1,156 @@
+/**
+ * OpenAI chat wire format <-> internal types. Used on both sides: the client's /v1/chat/completions body is
+ * parsed here, and OpenAI-compatible upstreams are spoken to with the same mapping reversed.
+ */
+import crypto from 'node:crypto';
+import { badRequest } from '../errors.js';
+import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, ResponseFormat, ToolChoice, ToolDef, Usage } from '../engine/types.js';
+
+/** Body fields the internal request names; anything else is `extra` (passed through to OpenAI-compatible upstreams). */
+const KNOWN = new Set(['model', 'messages', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'temperature', 'top_p',
+  'max_tokens', 'max_completion_tokens', 'n', 'stop', 'seed', 'logprobs', 'top_logprobs', 'frequency_penalty', 'presence_penalty',
+  'user', 'stream', 'stream_options', 'metadata', 'top_k']);
+/** Gateway-only fields: never sent upstream. */
+export const GATEWAY_FIELDS = new Set(['provider', 'router_provider', 'router_virtual_key', 'auto_web_search']);
+
+function parseContent(content: unknown, where: string): string | ContentPart[] | null {
+  if (content === null || content === undefined) return null;
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) throw badRequest(`${where}.content must be a string or an array of parts`, where);
+  return content.map((p: any, i: number): ContentPart => {
+    if (p?.type === 'text') return { type: 'text', text: String(p.text ?? '') };
+    if (p?.type === 'image_url') return { type: 'image', url: String(p.image_url?.url ?? ''), ...(p.image_url?.detail ? { detail: p.image_url.detail } : {}) };
+    throw badRequest(`${where}.content[${i}]: content part type "${p?.type}" is not supported by the gateway`, `${where}.content`);
+  });
+}
+
+export function parseChatRequest(body: Record<string, any>): ChatRequest {
+  const messages: Message[] = (body.messages as any[]).map((m, i) => {
+    const where = `messages[${i}]`;
+    const msg: Message = { role: m.role, content: parseContent(m.content, where) };
+    if (m.name) msg.name = m.name;
+    if (m.role === 'assistant' && Array.isArray(m.tool_calls)) {
+      msg.toolCalls = m.tool_calls.map((t: any) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments ?? '' }));
+    }
+    if (m.role === 'tool') {
+      if (!m.tool_call_id) throw badRequest(`${where}: a tool message needs tool_call_id`, where);
+      msg.toolCallId = m.tool_call_id;
+    }
+    return msg;
+  });
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) if (!KNOWN.has(k) && !GATEWAY_FIELDS.has(k)) extra[k] = v;
+  const stop = body.stop == null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];
+  const req: ChatRequest = {
+    model: body.model,
+    messages,
+    stream: body.stream === true,
+    includeUsage: body.stream_options?.include_usage === true,
+    extra,
+  };
+  if (body.tools) req.tools = (body.tools as any[]).map((t): ToolDef => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict ?? undefined }));
+  if (body.tool_choice != null) req.toolChoice = typeof body.tool_choice === 'string' ? body.tool_choice as ToolChoice : { name: body.tool_choice.function?.name };
+  if (body.parallel_tool_calls != null) req.parallelToolCalls = body.parallel_tool_calls;
+  if (body.response_format) {
+    const rf = body.response_format;
+    req.responseFormat = rf.type === 'json_schema'
+      ? { type: 'json_schema', name: rf.json_schema?.name, schema: rf.json_schema?.schema, strict: rf.json_schema?.strict ?? undefined, description: rf.json_schema?.description }
+      : { type: rf.type } as ResponseFormat;
+  }
+  const num = (k: string) => (typeof body[k] === 'number' ? body[k] : undefined);
+  Object.assign(req, strip({
+    temperature: num('temperature'), topP: num('top_p'), topK: num('top_k'), maxTokens: num('max_completion_tokens') ?? num('max_tokens'),
+    n: num('n'), stop, seed: num('seed'), logprobs: body.logprobs ?? undefined, topLogprobs: num('top_logprobs'),
+    frequencyPenalty: num('frequency_penalty'), presencePenalty: num('presence_penalty'), user: body.user ?? undefined,
+    metadata: body.metadata ?? undefined,
+  }));
+  return req;
+}
+
+function strip<T extends Record<string, unknown>>(o: T): Partial<T> {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
+  return o;
+}
+
+// ---- internal -> OpenAI wire (requests to OpenAI-compatible upstreams) ----
+
+function wireContent(c: Message['content']): unknown {
+  if (c === null || typeof c === 'string') return c;
+  return c.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image_url', image_url: { url: p.url, ...(p.detail ? { detail: p.detail } : {}) } }));
+}
+
+export function wireMessages(messages: Message[]): unknown[] {
+  return messages.map((m) => {
+    const out: Record<string, unknown> = { role: m.role, content: wireContent(m.content) };
+    if (m.name) out.name = m.name;
+    if (m.toolCalls?.length) out.tool_calls = m.toolCalls.map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }));
+    if (m.role === 'tool') out.tool_call_id = m.toolCallId;
+    if (m.role === 'assistant' && out.content === undefined) out.content = null;
+    return out;
+  });
+}
+
+export interface OpenAIWireOptions {
+  /** `max_tokens` (most compatible servers) or `max_completion_tokens` (OpenAI's current name). */
+  maxTokensField: 'max_tokens' | 'max_completion_tokens';
+  /** Parameters this upstream rejects; dropped. */
+  exclude: string[];
+}
+
+export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWireOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...req.extra, model, messages: wireMessages(req.messages) };
+  if (req.tools?.length) body.tools = req.tools.map((t) => ({ type: 'function', function: strip({ name: t.name, description: t.description, parameters: t.parameters, strict: t.strict }) }));
+  if (req.toolChoice !== undefined) body.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+  if (req.parallelToolCalls !== undefined && req.tools?.length) body.parallel_tool_calls = req.parallelToolCalls;
+  if (req.responseFormat) {
+    const rf = req.responseFormat;
+    body.response_format = rf.type === 'json_schema' ? { type: 'json_schema', json_schema: strip({ name: rf.name, schema: rf.schema, strict: rf.strict, description: rf.description }) } : { type: rf.type };
+  }
+  Object.assign(body, strip({
+    temperature: req.temperature, top_p: req.topP, [opts.maxTokensField]: req.maxTokens, n: req.n, stop: req.stop, seed: req.seed,
+    logprobs: req.logprobs, top_logprobs: req.topLogprobs, frequency_penalty: req.frequencyPenalty, presence_penalty: req.presencePenalty,
+    user: req.user,
+  }));
+  if (req.stream) {
+    body.stream = true;
+    // Always ask for usage so the gateway can bill a stream; the chunk is stripped if the client did not ask.
+    body.stream_options = { ...(req.extra.stream_options as object | undefined), include_usage: true };
+  }
+  for (const k of opts.exclude) delete body[k];
+  return body;
+}
+
+// ---- OpenAI wire -> internal (upstream answers) ----
+
+const FINISH: Record<string, FinishReason> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' };
+export const finishReason = (r: unknown): FinishReason => FINISH[String(r)] ?? 'stop';
+
+export function usageFrom(u: any): Usage | null {
+  if (!u || typeof u !== 'object') return null;
+  return {
+    promptTokens: Number(u.prompt_tokens ?? 0),
+    completionTokens: Number(u.completion_tokens ?? 0),
+    cachedTokens: Number(u.prompt_tokens_details?.cached_tokens ?? 0),
+    cacheWriteTokens: 0,
+    reasoningTokens: Number(u.completion_tokens_details?.reasoning_tokens ?? 0),
+  };
+}
+
+export function fromOpenAIResponse(j: any): ChatResult {
+  if (!j || !Array.isArray(j.choices)) throw new Error('not a chat.completion');
+  return {
+    id: String(j.id ?? `chatcmpl-${crypto.randomUUID()}`),
+    model: String(j.model ?? ''),
+    created: Number(j.created ?? Math.floor(Date.now() / 1000)),
+    choices: j.choices.map((c: any, i: number) => ({
+      index: c.index ?? i,
+      content: c.message?.content ?? null,
+      toolCalls: c.message?.tool_calls?.map((t: any) => ({ id: t.id, name: t.function?.name, arguments: t.function?.arguments ?? '' })),
+      refusal: c.message?.refusal ?? null,
+      finishReason: finishReason(c.finish_reason),
+      logprobs: c.logprobs ?? null,
+    })),
+    usage: usageFrom(j.usage),
+    systemFingerprint: j.system_fingerprint ?? null,
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * Internal results and stream events -> OpenAI's wire: the `chat.completion` object and the
+ * `chat.completion.chunk` SSE stream (role in the first delta, tool-call deltas, a usage chunk with empty
+ * choices when the client asked for it, then `data: [DONE]`; a failure mid-stream is a `data: {"error":…}`
+ * event, which the OpenAI SDK raises).
+ */
+import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
+import { sseData } from '../stream/sse.js';
+
+export function wireUsage(u: Usage) {
+  return {
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    total_tokens: u.promptTokens + u.completionTokens,
+    prompt_tokens_details: { cached_tokens: u.cachedTokens },
+    completion_tokens_details: { reasoning_tokens: u.reasoningTokens },
+  };
+}
+
+export function toCompletion(result: ChatResult, model: string, gatewayUsage: unknown) {
+  return {
+    id: result.id.startsWith('chatcmpl-') ? result.id : `chatcmpl-${result.id}`,
+    object: 'chat.completion' as const,
+    created: result.created,
+    model,
+    choices: result.choices.map((c) => ({
+      index: c.index,
+      message: {
+        role: 'assistant' as const,
+        content: c.content ?? (c.toolCalls?.length ? null : ''),
+        refusal: c.refusal ?? null,
+        ...(c.toolCalls?.length ? { tool_calls: c.toolCalls.map((t) => ({ id: t.id, type: 'function' as const, function: { name: t.name, arguments: t.arguments } })) } : {}),
+      },
+      finish_reason: c.finishReason,
+      logprobs: c.logprobs ?? null,
+    })),
+    usage: wireUsage(result.usage!),
+    system_fingerprint: result.systemFingerprint ?? null,
+    gateway_usage: gatewayUsage,
+  };
+}
+
+/** Turns internal stream events into OpenAI SSE frames. */
+export class OpenAIChunkWriter {
+  private roleSent = new Set<number>();
+  private usage: Usage | null = null;
+
+  constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {}
+
+  private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
+    return sseData(JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices, ...extra }));
+  }
+
+  private delta(index: number, delta: Record<string, unknown>, finish: string | null = null): string {
+    if (!this.roleSent.has(index)) {
+      this.roleSent.add(index);
+      delta = { role: 'assistant', ...delta };
+    }
+    return this.chunk([{ index, delta, finish_reason: finish, logprobs: null }]);
+  }
+
+  /** Frames for one event ('' when it has none: start before content, raw events, usage held for the end). */
+  write(ev: StreamEvent): string {
+    switch (ev.type) {
+      case 'start':
+        return this.delta(0, { content: '' });
+      case 'text':
+        return this.delta(ev.index, { content: ev.text });
+      case 'thinking':
+        return this.delta(ev.index, { reasoning_content: ev.text });
+      case 'tool_call_start':
+        return this.delta(ev.index, { tool_calls: [{ index: ev.toolIndex, id: ev.id, type: 'function', function: { name: ev.name, arguments: '' } }] });
+      case 'tool_call_delta':
+        return this.delta(ev.index, { tool_calls: [{ index: ev.toolIndex, function: { arguments: ev.arguments } }] });
+      case 'finish':
+        return this.delta(ev.index, {}, ev.finishReason);
+      case 'usage':
+        this.usage = ev.usage;
+        return '';
+      case 'anthropic_raw':
+      case 'end':
+        return '';
+    }
+  }
+
+  /** The closing frames: the usage chunk (when asked for) and [DONE]. */
+  end(gatewayUsage: unknown): string {
+    const usage = this.includeUsage && this.usage ? this.chunk([], { usage: wireUsage(this.usage), gateway_usage: gatewayUsage }) : '';
+    return usage + 'data: [DONE]\n\n';
+  }
+
+  static error(message: string, type: string, code: string | null): string {
+    return sseData(JSON.stringify({ error: { message, type, code, param: null } }));
+  }
+}

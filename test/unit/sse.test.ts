@@ -1,0 +1,45 @@
+import { expect } from 'chai';
+import { readSse, type SseEvent } from '../../src/stream/sse.js';
+
+async function collect(chunks: Array<string | Uint8Array>): Promise<SseEvent[]> {
+  async function* src() { for (const c of chunks) yield c; }
+  const out: SseEvent[] = [];
+  for await (const ev of readSse(src())) out.push(ev);
+  return out;
+}
+
+/** Every way of cutting `bytes` into pieces of `size`. */
+function split(bytes: Uint8Array, size: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) out.push(bytes.slice(i, i + size));
+  return out;
+}
+
+describe('unit: SSE reader', () => {
+  const stream = 'event: message_start\ndata: {"a":1}\n\n: PROCESSING\n\ndata: {"text":"héllo → 世界 🎉"}\r\n\r\ndata: line1\ndata: line2\n\nid: 7\ndata: [DONE]\n\n';
+  const expected: SseEvent[] = [
+    { event: 'message_start', data: '{"a":1}' },
+    { event: undefined, data: '{"text":"héllo → 世界 🎉"}' },
+    { event: undefined, data: 'line1\nline2' },
+    { event: undefined, data: '[DONE]', id: '7' },
+  ];
+
+  it('parses events, drops comments and keep-alives, joins multi-line data, handles CRLF', async () => {
+    expect(await collect([stream])).to.deep.equal(expected);
+  });
+
+  it('gives the same events however the bytes are split (1 byte, mid-UTF-8, mid-CRLF)', async () => {
+    const bytes = new TextEncoder().encode(stream);
+    for (const size of [1, 2, 3, 5, 7, 13, 64]) {
+      expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(expected);
+    }
+  });
+
+  it('does not dispatch a final event that lost its blank line (a cut stream)', async () => {
+    expect(await collect(['data: {"a":1}\n\ndata: {"partial"'])).to.deep.equal([{ event: undefined, data: '{"a":1}' }]);
+  });
+
+  it('treats a lone CR as a line end', async () => {
+    expect(await collect(['data: x\r\rdata: y\r', '\r'])).to.deep.equal([{ event: undefined, data: 'x' }, { event: undefined, data: 'y' }]);
+  });
+});
