@@ -7,14 +7,13 @@ import type { Handler } from '../src/app.js';
 import { notImplemented } from '../src/errors.js';
 import * as sessions from './sessions.js';
 import * as health from './health.js';
+import * as tools from './tools.js';
+import * as hub from './hub.js';
+import * as partner from './partner.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issues 3, 4, 5)
   'createChatCompletion', 'createMessage', 'createImage', 'createTranscription', 'createTranscriptionBase64',
-  // tools, hub and partner facades (issue 8)
-  'listTools', 'getToolDefinitions', 'getTool', 'executeTool', 'searchAugment',
-  'listPartnerModels', 'listPartnerIds', 'checkPartnerModel',
-  'hubDiscovery', 'hubSearch', 'getHubModelDetails', 'getHubModelCard', 'listHubAuthorModels', 'listHubModelFiles',
   // catalog (issue 6)
   'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
   'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
@@ -34,4 +33,7 @@ export const handlers: Record<string, Handler> = {
   ...notBuilt,
   ...sessions,
   ...health,
+  ...tools,
+  ...hub,
+  ...partner,
 };
