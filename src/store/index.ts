@@ -64,7 +64,10 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
   const dialect: Dialect = cfg.dialect;
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  // With a schema, the migration tables live in it: Kysely's existence check otherwise matches a
+  // `kysely_migration_lock` in any schema of the database (another store's) and skips creating its own.
+  const migrationTableSchema = cfg.dialect === 'postgres' ? cfg.schema : undefined;
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error } = await migrator.migrateToLatest();
   if (error) {
     await db.destroy();
