@@ -53,7 +53,7 @@ describe('contract: search augmentation', () => {
       images: [], results: RESULTS.slice(0, b.max_results), response_time: 0.9 }];
   });
 
-  const augment = (body: unknown, headers: Record<string, string> = {}) =>
+  const augment = (body: object, headers: Record<string, string> = {}) =>
     request(gw.app).post('/v1/tools/search/augment').set(headers).send(body);
 
   it('builds the context line by line: heading, summary, numbered sources with trimmed snippets', async () => {
