@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import request from 'supertest';
-import { startTestGateway, type TestGateway } from '../support/app.js';
+import { startTestGateway, ADMIN_KEY, type TestGateway } from '../support/app.js';
 import { postgresAvailable, DIALECTS } from '../support/db.js';
 import { startFakeUpstream, json, type FakeUpstream } from '../support/upstream.js';
 import { mp3Frames } from '../support/audio.js';
@@ -185,6 +185,14 @@ for (const dialect of DIALECTS) {
       expect(res.body.error).to.match(/time/);
       expect(await gw.store.credits.balance(userId)).to.equal(1_000_000_000);
       expect(await gw.store.credits.openHolds(userId)).to.equal(0);
+    });
+
+    it('the admin credential runs billed tools without a charge (it has no balance)', async () => {
+      const res = await request(gw.app).post('/v1/tools/execute').set({ Authorization: `Bearer ${ADMIN_KEY}` })
+        .send({ tool_name: 'web_search', parameters: { query: 'dune', max_results: 1 } });
+      expect(res.status).to.equal(200);
+      expect(res.body).to.include({ success: true, cost_usd: 0 });
+      expect(res.body.result.results_count).to.equal(1);
     });
 
     it('402 when the credits cannot cover the price; the upstream is not called', async () => {
