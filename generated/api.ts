@@ -676,7 +676,8 @@ export interface paths {
          * Discover popular models on the model hub
          * @description Lists public models of the model hub for a task (pipeline tag), most liked or most downloaded first
          *     (descending by `sort`). `task` null means any task. `total` is the number of models returned in this
-         *     page. Hub failure answers 502, hub timeout 504.
+         *     page. The hub has no offset of its own, so the gateway reads from the first model on: `offset + limit`
+         *     reaches at most 10,000 models deep (a page beyond that is empty). Hub failure answers 502, hub timeout 504.
          */
         get: operations["hubDiscovery"];
         put?: never;
@@ -697,8 +698,9 @@ export interface paths {
         /**
          * Search the model hub
          * @description Searches public hub models whose id contains `q`, optionally for one task, most downloaded first
-         *     (`sort` in the answer is `downloads`). `total` is the number of models returned in this page. Hub
-         *     failure answers 502, hub timeout 504.
+         *     (`sort` in the answer is `downloads`). `total` is the number of models returned in this page.
+         *     `offset + limit` reaches at most 10,000 models deep, as for discovery. Hub failure answers 502, hub
+         *     timeout 504.
          */
         get: operations["hubSearch"];
         put?: never;
@@ -882,6 +884,10 @@ export interface paths {
          *     - Billed tools charge `cost_usd` to the key's credits only on success (`cost_usd` is 0 otherwise and for
          *       unbilled tools); a caller without enough credits for a billed tool gets 402.
          *     - 500 means an unexpected failure inside the gateway itself.
+         *
+         *     `result` per tool: `web_search` → `{query, answer (string|null), results: [{title, url, content, score}],
+         *     results_count, response_time_s}`; `text_to_speech` → `{audio_base64, format, content_type, duration_seconds
+         *     (null when the audio's headers cannot be read), size_bytes, characters, voice, speed}`.
          */
         post: operations["executeTool"];
         delete?: never;
@@ -928,6 +934,8 @@ export interface paths {
          *     when `include_answer` is true and the search service produced an answer. Sources are numbered from 1 in the
          *     order of `sources`, each an entry of three lines (title; snippet indented by three spaces; `Source: <url>`
          *     indented by three spaces), entries separated by one blank line; there is no trailing blank line.
+         *     Runs of whitespace (line breaks included) in the query, titles, snippets and answer are written as one space,
+         *     so every entry is exactly three lines; an empty title is replaced by the URL.
          *     Snippets are cut to at most `max_snippet_length` characters; a cut snippet ends with `...` (counted in the
          *     limit). With no results, `context` is the heading line followed by a blank line and `No results found.`.
          *
@@ -5447,6 +5455,15 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            /** @description The key's credits cannot cover the price of a billed tool (`type` `insufficient_credits`). */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationError"];
             /** @description Unexpected failure inside the gateway while executing the tool. */
@@ -5485,6 +5502,20 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationError"];
+            /**
+             * @description Too many search-augment requests in the current one-minute window: per client address for guests, per key
+             *     otherwise (`type` `rate_limit_error`).
+             */
+            429: {
+                headers: {
+                    /** @description Seconds until the window resets. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             default: components["responses"]["Error"];
         };
     };

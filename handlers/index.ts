@@ -9,14 +9,13 @@ import * as sessions from './sessions.js';
 import * as health from './health.js';
 import * as chat from './chat.js';
 import * as messages from './messages.js';
+import * as tools from './tools.js';
+import * as hub from './hub.js';
+import * as partner from './partner.js';
 
 export const NOT_IMPLEMENTED = [
-  // chat and generation (issues 3, 4, 5)
+  // chat and generation (issue 5)
   'createImage', 'createTranscription', 'createTranscriptionBase64',
-  // tools, hub and partner facades (issue 8)
-  'listTools', 'getToolDefinitions', 'getTool', 'executeTool', 'searchAugment',
-  'listPartnerModels', 'listPartnerIds', 'checkPartnerModel',
-  'hubDiscovery', 'hubSearch', 'getHubModelDetails', 'getHubModelCard', 'listHubAuthorModels', 'listHubModelFiles',
   // catalog (issue 6)
   'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
   'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
@@ -38,4 +37,7 @@ export const handlers: Record<string, Handler> = {
   ...health,
   ...chat,
   ...messages,
+  ...tools,
+  ...hub,
+  ...partner,
 };

@@ -46,7 +46,47 @@ export interface Config {
   /** Retries across candidates/attempts for one request. */
   maxAttempts: number;
   shutdownGraceMs: number;
+  /** Built-in tools and web-search augmentation (src/tools). */
+  tools: ToolsConfig;
+  /** Model-hub facade (src/facades/hub.ts). */
+  hub: HubConfig;
+  /** Partner token-catalog facade (src/facades/partner.ts). */
+  partner: PartnerConfig;
   env: Record<string, string | undefined>;
+}
+
+export interface ToolsConfig {
+  /** Tavily-compatible search API; web search is "not configured" without a key. */
+  tavilyApiKey?: string;
+  tavilyBaseUrl: string;
+  /** OpenAI-compatible speech API (`POST {base}/audio/speech`); falls back to OPENAI_API_KEY / OPENAI_BASE_URL. */
+  ttsApiKey?: string;
+  ttsBaseUrl: string;
+  ttsModel: string;
+  /** Whole-call limit for one tool's upstream call. */
+  timeoutMs: number;
+  /** USD per web_search call and per 1,000 characters of text_to_speech input. */
+  priceWebSearchUsd: number;
+  priceTtsPer1kCharsUsd: number;
+  /** Search-augment calls per minute per client address (guests) and per key. */
+  guestAugmentPerMinute: number;
+  keyAugmentPerMinute: number;
+}
+
+export interface HubConfig {
+  baseUrl: string;
+  token?: string;
+  cacheTtlMs: number;
+  cacheMaxEntries: number;
+  timeoutMs: number;
+}
+
+export interface PartnerConfig {
+  /** Unset: the partner operations answer 503. */
+  baseUrl?: string;
+  apiKey?: string;
+  cacheTtlMs: number;
+  timeoutMs: number;
 }
 
 function int(env: Record<string, string | undefined>, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -93,6 +133,28 @@ function parseDatabase(raw: string | undefined, dataDir: string): DatabaseConfig
     return { dialect: 'sqlite', file };
   }
   throw new ConfigError('DATABASE_URL', `must start with postgres://, postgresql:// or sqlite:, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
+}
+
+function httpUrl(env: Record<string, string | undefined>, name: string, dflt?: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  if (!/^https?:\/\/[^/?#]+/.test(raw)) throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
+function toolsConfig(env: Record<string, string | undefined>): ToolsConfig {
+  return {
+    tavilyApiKey: env.TAVILY_API_KEY || undefined,
+    tavilyBaseUrl: httpUrl(env, 'TAVILY_BASE_URL', 'https://api.tavily.com')!,
+    ttsApiKey: env.TTS_API_KEY || env.OPENAI_API_KEY || undefined,
+    ttsBaseUrl: httpUrl(env, 'TTS_BASE_URL') ?? httpUrl(env, 'OPENAI_BASE_URL', 'https://api.openai.com/v1')!,
+    ttsModel: env.TTS_MODEL || 'tts-1',
+    timeoutMs: int(env, 'TOOL_TIMEOUT_MS', 60_000, 1),
+    priceWebSearchUsd: num(env, 'TOOL_PRICE_WEB_SEARCH', 0.008, 0, 100),
+    priceTtsPer1kCharsUsd: num(env, 'TOOL_PRICE_TTS_PER_1K_CHARS', 0.015, 0, 100),
+    guestAugmentPerMinute: int(env, 'GUEST_AUGMENT_PER_MINUTE', 10, 0),
+    keyAugmentPerMinute: int(env, 'KEY_AUGMENT_PER_MINUTE', 60, 0),
+  };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -147,6 +209,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     upstreamTotalTimeoutMs: int(env, 'UPSTREAM_TOTAL_TIMEOUT_MS', 600_000, 1),
     maxAttempts: int(env, 'UPSTREAM_MAX_ATTEMPTS', 3, 1, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    tools: toolsConfig(env),
+    hub: {
+      baseUrl: httpUrl(env, 'HUB_BASE_URL', 'https://huggingface.co')!,
+      token: env.HUB_TOKEN || undefined,
+      cacheTtlMs: int(env, 'HUB_CACHE_TTL_MS', 300_000, 0),
+      cacheMaxEntries: int(env, 'HUB_CACHE_MAX_ENTRIES', 1_000, 1),
+      timeoutMs: int(env, 'HUB_TIMEOUT_MS', 10_000, 1),
+    },
+    partner: {
+      baseUrl: httpUrl(env, 'PARTNER_BASE_URL'),
+      apiKey: env.PARTNER_API_KEY || undefined,
+      cacheTtlMs: int(env, 'PARTNER_CACHE_TTL_MS', 60_000, 0),
+      timeoutMs: int(env, 'PARTNER_TIMEOUT_MS', 10_000, 1),
+    },
     env,
   };
 }

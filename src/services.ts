@@ -12,6 +12,11 @@ import { ChatEngine, type Upstreams } from './engine/chat.js';
 import { providers } from './providers/registry.js';
 import { closeAgents } from './providers/http.js';
 import type { CatalogReader } from './catalog/types.js';
+import { ToolService, buildToolRegistry } from './tools/service.js';
+import { TavilyClient } from './tools/web-search.js';
+import { SearchService } from './tools/augment.js';
+import { HubFacade } from './facades/hub.js';
+import { PartnerFacade } from './facades/partner.js';
 
 export interface Services {
   startedAt: Date;
@@ -20,6 +25,13 @@ export interface Services {
   breakers: Breakers;
   catalog: CatalogReader & Upstreams;
   engine: ChatEngine;
+  /** Built-in tools: listing, validation, billed execution. */
+  tools: ToolService;
+  /** Web-search augmentation; `search.buildAugmentContext(query, opts)` serves the engine's `auto_web_search`. */
+  search: SearchService;
+  /** Model-hub and partner catalog facades (cached upstream clients). */
+  hub: HubFacade;
+  partner: PartnerFacade;
 }
 
 /** `overrides` lets tests supply parts (e.g. a catalog built from fixtures). */
@@ -29,7 +41,12 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const breakers = overrides.breakers ?? new Breakers();
   const catalog = overrides.catalog ?? (await defaultCatalog(config, store, logger));
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
-  return { startedAt: new Date(), recorder, breakers, catalog, engine };
+  const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
+  const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
+  const search = new SearchService(tavily, config.tools, logger);
+  const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
+  const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
+  return { startedAt: new Date(), recorder, breakers, catalog, engine, tools, search, hub, partner };
 }
 
 async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {

@@ -35,11 +35,16 @@ export interface UpstreamResponse {
 
 /**
  * Sends a request. Resolves once the status line and headers arrived (the first byte); the body streams.
- * Any non-2xx status is read (bounded) and thrown as an UpstreamError. `signal` aborts everything.
+ * Any non-2xx status is read (bounded) and thrown as an UpstreamError, unless `passStatus` is set: then every
+ * status is returned and the caller reads the body (facades tell "not found" apart from other refusals by it).
+ * `signal` aborts everything.
  */
 export async function send(
   url: string,
-  init: { method?: string; headers: Record<string, string>; body?: string | Buffer | Uint8Array; signal: AbortSignal; timeouts: Timeouts },
+  init: {
+    method?: string; headers: Record<string, string>; body?: string | Buffer | Uint8Array; signal: AbortSignal; timeouts: Timeouts;
+    passStatus?: boolean;
+  },
 ): Promise<UpstreamResponse> {
   const total = AbortSignal.timeout(init.timeouts.totalMs);
   const signal = AbortSignal.any([init.signal, total]);
@@ -57,7 +62,7 @@ export async function send(
   } catch (err) {
     throw transportError(err, init.signal, total);
   }
-  if (res.statusCode >= 200 && res.statusCode < 300) return { status: res.statusCode, headers: res.headers, body: res.body };
+  if ((res.statusCode >= 200 && res.statusCode < 300) || init.passStatus) return { status: res.statusCode, headers: res.headers, body: res.body };
   const text = await readCapped(res.body, 64 * 1024).catch(() => '');
   throw statusError(res.statusCode, res.headers, text);
 }

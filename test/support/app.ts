@@ -7,6 +7,7 @@ import { buildServices, stopServices, type Services } from '../../src/services.j
 import { createApp } from '../../src/app.js';
 import { usdToNano } from '../../src/store/credits.js';
 import { configFor, type TestDialect } from './db.js';
+import { quietUpstreamEnv } from './upstream.js';
 import type express from 'express';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -33,6 +34,8 @@ export async function startTestGateway(opts: { dialect?: TestDialect; env?: Reco
     ADMIN_API_KEY: ADMIN_KEY,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent',
     VALIDATE_RESPONSES: 'true',
+    // hub and partner facades talk to a local empty upstream unless a test brings its own
+    ...(await quietUpstreamEnv()),
     ...opts.env,
   });
   config.database = configFor(opts.dialect ?? 'sqlite');

@@ -1,0 +1,31 @@
+/** Built-in tools and web-search augmentation (services.tools, services.search). */
+import type { Handler, HandlerCtx } from '../src/app.js';
+import { unauthorized } from '../src/errors.js';
+
+export const listTools: Handler = (ctx) => {
+  const tools = ctx.deps.services.tools.list();
+  return { body: { tools, count: tools.length } };
+};
+
+export const getToolDefinitions: Handler = (ctx) => ({ body: ctx.deps.services.tools.definitions() });
+
+export const getTool: Handler = (ctx) => ({ body: ctx.deps.services.tools.detail(String(ctx.params.tool_name)) });
+
+export const executeTool: Handler = async (ctx) => {
+  if (!ctx.principal) throw unauthorized();
+  const body = ctx.body ?? {};
+  return { body: await ctx.deps.services.tools.execute(ctx.principal, ctx.requestId, body.tool_name, body.parameters ?? {}, clientGone(ctx)) };
+};
+
+/** Aborts when the client disconnects before the answer is written. */
+function clientGone(ctx: HandlerCtx): AbortSignal {
+  const ac = new AbortController();
+  ctx.res.once('close', () => { if (!ctx.res.writableFinished) ac.abort(); });
+  return ac.signal;
+}
+
+export const searchAugment: Handler = async (ctx) => {
+  const search = ctx.deps.services.search;
+  search.checkRate(ctx.principal, ctx.req.ip ?? ctx.req.socket.remoteAddress ?? 'unknown');
+  return { body: await search.augment(ctx.body, clientGone(ctx)) };
+};
