@@ -26,27 +26,52 @@ async function withSession(ctx: HandlerCtx, req: ChatRequest): Promise<ChatSessi
   return session;
 }
 
-async function saveTurn(ctx: HandlerCtx, session: ChatSession | undefined, req: ChatRequest, reply: string, served: Served) {
+const textOf = (c: Message['content']) => (typeof c === 'string' ? c : (c ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(''));
+
+/** The last user message's text as the client sent it (before any augmentation). */
+function lastUserText(req: ChatRequest): string | undefined {
+  const m = [...req.messages].reverse().find((x) => x.role === 'user');
+  return m ? textOf(m.content) : undefined;
+}
+
+async function saveTurn(ctx: HandlerCtx, session: ChatSession | undefined, userText: string | undefined, reply: string, served: Served) {
   if (!session) return;
-  const lastUser = [...req.messages].reverse().find((m) => m.role === 'user');
-  const text = (c: Message['content']) => (typeof c === 'string' ? c : (c ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(''));
   const model = served.offer.modelId;
   await ctx.deps.store.sessions.addMessages(session.id, [
-    ...(lastUser ? [{ role: 'user', content: text(lastUser.content), model, tokens: served.usage.promptTokens }] : []),
+    ...(userText !== undefined ? [{ role: 'user', content: userText, model, tokens: served.usage.promptTokens }] : []),
     { role: 'assistant', content: reply, model, tokens: served.usage.completionTokens },
   ]);
+}
+
+/**
+ * `auto_web_search`: for models without tool calling, a web search on the last user message is put before
+ * that message's text (the search-augment context). A failed search leaves the message as it was.
+ */
+async function augment(ctx: HandlerCtx, req: ChatRequest, signal: AbortSignal): Promise<void> {
+  if (ctx.body.auto_web_search !== true) return;
+  const last = [...req.messages].reverse().find((m) => m.role === 'user');
+  if (!last) return;
+  const text = typeof last.content === 'string' ? last.content : (last.content ?? []).map((p) => (p.type === 'text' ? p.text : '')).join(' ');
+  if (!text.trim()) return;
+  const { context } = await ctx.deps.services.search.buildAugmentContext(text.slice(0, 400), { signal });
+  if (!context) return;
+  last.content = typeof last.content === 'string' || last.content === null
+    ? `${context}\n\n${last.content ?? ''}`
+    : [{ type: 'text', text: `${context}\n\n` }, ...last.content];
 }
 
 export const createChatCompletion: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
   const req = parseChatRequest(ctx.body);
   const session = await withSession(ctx, req);
+  const userText = lastUserText(req);
   const abort = clientGone(ctx.res);
+  await augment(ctx, req, abort.signal);
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'chat.completions', pinGateway: ctx.body.provider, signal: abort.signal };
 
   if (!req.stream) {
     const { result, served } = await engine.complete(req, call);
-    await saveTurn(ctx, session, req, result.choices[0]?.content ?? '', served);
+    await saveTurn(ctx, session, userText, result.choices[0]?.content ?? '', served);
     return { body: toCompletion(result, served.offer.modelId, gatewayUsage(served)), headers: servedHeaders(served) };
   }
 
@@ -63,7 +88,7 @@ export const createChatCompletion: Handler = async (ctx) => {
     const served = stream.served();
     if (served) {
       await writeFrame(ctx.res, writer.end(gatewayUsage(served)));
-      await saveTurn(ctx, session, req, reply, served);
+      await saveTurn(ctx, session, userText, reply, served);
     }
   } catch (err) {
     if (!abort.signal.aborted) {
