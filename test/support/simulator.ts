@@ -7,8 +7,9 @@
  *   OpenAI (at /v1/… and at /…, so a base URL with or without /v1 works; `Authorization: Bearer`):
  *     POST chat/completions, GET models, POST images/generations, POST audio/transcriptions (multipart),
  *     POST audio/speech; GET /files/<name>.png serves the images behind generated URLs.
- *   Anthropic: POST /v1/messages, GET /v1/models when the request carries `anthropic-version` (`x-api-key` and
- *     `anthropic-version` are always required on /v1/messages, as upstream).
+ *   Anthropic: POST /v1/messages, GET /v1/models when the request carries `anthropic-version`. A key and
+ *     `anthropic-version` are always required, as upstream; the key in `x-api-key` or `Authorization: Bearer`
+ *     (how the official SDK 1.x sends it).
  *   Gemini: POST /v1beta/models/{model}:generateContent and :streamGenerateContent (?alt=sse), also under /v1;
  *     GET /v1beta/models. Key in `x-goog-api-key` or `?key=`.
  *   Keys are compared only when started with `apiKey`; a wrong key gets the format's 401 (Gemini: 400/403).
@@ -87,6 +88,8 @@ interface Route {
   format: Format;
   model?: (sr: SimRequest) => string | undefined;
   run: (sr: SimRequest) => void | Promise<void>;
+  /** No key needed (generated image URLs are public, like OpenAI's signed blob URLs). */
+  open?: boolean;
 }
 
 const bodyModel = (sr: SimRequest) => (typeof sr.call.body?.model === 'string' ? sr.call.body.model : undefined);
@@ -111,7 +114,7 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
   if (path === '/v1beta/models' && method === 'GET') return { format: 'gemini', run: geminiModels };
   if (path === '/v1/messages' && method === 'POST') return { format: 'anthropic', model: bodyModel, run: anthropicMessages };
   if (path === '/v1/models' && method === 'GET' && headers['anthropic-version']) return { format: 'anthropic', run: anthropicModels };
-  if (/^\/files\/[\w.-]+\.png$/.test(path) && method === 'GET') return { format: 'openai', run: servePng };
+  if (/^\/files\/[\w.-]+\.png$/.test(path) && method === 'GET') return { format: 'openai', run: servePng, open: true };
   return OPENAI[`${method} ${path.replace(/^\/v1(?=\/)/, '')}`];
 }
 
@@ -182,7 +185,7 @@ async function handle(state: SimState, closing: AbortSignal, req: http.IncomingM
     const fmt: Format = url.pathname.startsWith('/v1beta') ? 'gemini' : 'openai';
     return ERROR[fmt](sr, 404, `no simulator route for ${method} ${url.pathname}`);
   }
-  if (!AUTH[r.format](sr)) return;
+  if (!r.open && !AUTH[r.format](sr)) return;
   if (parseError) return ERROR[r.format](sr, 400, parseError);
   await r.run(sr);
 }

@@ -18,9 +18,13 @@ export function anthropicError(sr: SimRequest, status: number, message: string, 
   sendJson(sr.res, status, { type: 'error', error: { type, message }, request_id: requestId }, { 'request-id': requestId, ...headers });
 }
 
-/** `x-api-key` and `anthropic-version` must be present (as the real API demands); the key must match if set. */
+/**
+ * A key and `anthropic-version` must be present (as the real API demands); the key must match if set. The key
+ * comes in `x-api-key` or, as the official SDK (1.x) sends `apiKey`, in `Authorization: Bearer`.
+ */
 export function anthropicAuthorized(sr: SimRequest): boolean {
-  const key = sr.req.headers['x-api-key'];
+  const bearer = /^Bearer\s+(.+)$/i.exec(String(sr.req.headers.authorization ?? ''))?.[1];
+  const key = sr.req.headers['x-api-key'] ?? bearer;
   if (!key) {
     anthropicError(sr, 401, 'x-api-key header is required');
     return false;
