@@ -4,6 +4,8 @@
  */
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startSimulator, type Simulator } from '../support/simulator.js';
 import { assertOpenAI } from '../support/openai-schema.js';
 import { jsonData, postJson, readEvents, readEventsUntilBreak } from '../support/sim-client.js';
@@ -269,5 +271,30 @@ describe('simulator: keys and shutdown', () => {
     let refused = false;
     await fetch(`${sim.url}/v1/models`).catch(() => { refused = true; });
     expect(refused).to.equal(true);
+  });
+});
+
+describe('simulator: npm run sim (the CLI)', () => {
+  it('prints its URL, serves, and exits cleanly on SIGTERM', async () => {
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/simulator.ts', '--port', '0', '--api-key', 'sk-cli'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const line = out.match(/^(http:\/\/127\.0\.0\.1:\d+)\n/);
+          if (line) resolve(line[1]);
+        });
+        child.once('exit', (code) => reject(new Error(`simulator exited early (${code})`)));
+      });
+      const res = await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer sk-cli' } });
+      expect((await res.json()).data[0].id).to.equal('sim/echo');
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).to.equal(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
   });
 });
