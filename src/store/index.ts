@@ -64,7 +64,10 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
   const dialect: Dialect = cfg.dialect;
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  // Pin Kysely's own tables to our schema: unpinned, its "does the lock table exist?" check matches that table in
+  // ANY schema of the database (another gateway's or a concurrent test run's) and then fails to find it in ours.
+  const migrationTableSchema = cfg.dialect === 'postgres' ? cfg.schema : undefined;
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error } = await migrator.migrateToLatest();
   if (error) {
     await db.destroy();
