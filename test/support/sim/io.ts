@@ -1,0 +1,155 @@
+/**
+ * Shared plumbing of the simulator: the per-server state, the request context every format handler gets, the
+ * behaviour gate (hang / error / flaky / slow) and the low-level writers (JSON, raw bytes, streams that end
+ * cleanly or break).
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { behaviourOf, normaliseModel } from './behaviour.js';
+
+export type Format = 'openai' | 'anthropic' | 'gemini';
+
+/** One request the simulator received, recorded before auth and behaviour so tests can inspect any of them. */
+export interface RecordedCall {
+  format: Format | 'unknown';
+  method: string;
+  /** Path without the query string, as sent (`/v1/chat/completions`, `/chat/completions`, …). */
+  path: string;
+  query: Record<string, string>;
+  /** Lower-cased header names, as node parses them. */
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body; undefined for GET, multipart or unparseable bodies. */
+  body?: any;
+  /** Multipart text fields; a field sent more than once (`timestamp_granularities[]`) becomes an array. */
+  fields?: Record<string, string | string[]>;
+  /** Multipart files (metadata only). */
+  files?: Array<{ field: string; filename: string; mimeType: string; size: number }>;
+  /** The model asked for (body `model`, multipart `model`, or the Gemini path), `models/` stripped. */
+  model?: string;
+}
+
+export interface SimState {
+  apiKey?: string;
+  baseUrl: string;
+  calls: RecordedCall[];
+  /** Per model: calls seen since reset(), for `sim/flaky-K`. */
+  flaky: Map<string, number>;
+}
+
+export interface SimRequest {
+  req: IncomingMessage;
+  res: ServerResponse;
+  state: SimState;
+  call: RecordedCall;
+  /** 1-based number of this call since reset(): makes ids (chatcmpl-sim-3, msg_sim_3) predictable. */
+  seq: number;
+  url: URL;
+  /** Aborted when the client goes away or the simulator closes: stops delays and stream writes. */
+  signal: AbortSignal;
+  /** Multipart file contents, by field name. */
+  fileData?: Map<string, Buffer>;
+}
+
+/** Writes an error in the caller's wire format. */
+export type ErrorWriter = (status: number, message: string, headers?: Record<string, string>) => void;
+
+/**
+ * Applies the behaviours that decide whether and when an answer comes: `hang` never answers, `error-N` answers
+ * N, `flaky-K` answers 500 for the first K calls of that model, `slow-Nms` waits. Returns false when the
+ * request is already answered (or never will be).
+ */
+export async function gate(sr: SimRequest, model: string | undefined, writeError: ErrorWriter): Promise<boolean> {
+  const b = behaviourOf(model);
+  if (b.kind === 'hang') return false;
+  if (b.kind === 'error') {
+    writeError(b.status, `simulated upstream error ${b.status}`, b.status === 429 ? { 'retry-after': '1' } : {});
+    return false;
+  }
+  if (b.kind === 'flaky') {
+    const key = normaliseModel(model);
+    const seen = (sr.state.flaky.get(key) ?? 0) + 1;
+    sr.state.flaky.set(key, seen);
+    if (seen <= b.failures) {
+      writeError(500, `simulated flaky failure ${seen} of ${b.failures}`);
+      return false;
+    }
+  }
+  if (b.kind === 'slow') {
+    try {
+      await sleep(b.ms, undefined, { signal: sr.signal });
+    } catch {
+      return false; // client gone or simulator closing
+    }
+  }
+  return !sr.signal.aborted;
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  sendRaw(res, status, 'application/json', JSON.stringify(body), headers);
+}
+
+export function sendRaw(res: ServerResponse, status: number, contentType: string, body: string | Buffer, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)), ...headers });
+  res.end(body);
+}
+
+/** A 200 JSON body that is not JSON (`sim/malformed`). */
+export function sendMalformed(res: ServerResponse): void {
+  sendRaw(res, 200, 'application/json', '{"id": "sim-malformed", "choices": [{"message": ');
+}
+
+/** Announces the whole body, sends half of it, then kills the connection (`sim/stream-break`, non-stream). */
+export async function sendTruncated(res: ServerResponse, body: unknown): Promise<void> {
+  const text = Buffer.from(JSON.stringify(body));
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
+  await write(res, text.subarray(0, Math.floor(text.length / 2)));
+  res.socket?.destroy();
+}
+
+function write(res: ServerResponse, piece: string | Buffer): Promise<void> {
+  return new Promise((resolve) => {
+    if (res.destroyed) return resolve();
+    res.write(piece, () => resolve());
+  });
+}
+
+/**
+ * Writes a stream piece by piece (each piece is already framed). Every write waits for its flush, so pieces
+ * leave as separate writes and a `break` really comes after the last piece. `breakAfter`: destroy the socket
+ * after that many pieces instead of ending the response (the terminator never arrives).
+ */
+export async function pump(
+  sr: SimRequest,
+  contentType: string,
+  pieces: string[],
+  breakAfter?: number,
+): Promise<void> {
+  const { res } = sr;
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', connection: 'keep-alive' });
+  const last = breakAfter ?? pieces.length;
+  for (let i = 0; i < last; i++) {
+    if (sr.signal.aborted) return;
+    await write(res, pieces[i]);
+  }
+  if (breakAfter !== undefined) res.socket?.destroy();
+  else res.end();
+}
+
+/** `key=value` pairs of the query string (last one wins). */
+export function queryObject(url: URL): Record<string, string> {
+  return Object.fromEntries(url.searchParams.entries());
+}
+
+/** The text of OpenAI / Anthropic content: a string, or the text parts of an array joined with a newline. */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .filter((p): p is { type: 'text'; text: string } => p?.type === 'text' && typeof p.text === 'string')
+    .map((p) => p.text)
+    .join('\n');
+}
+
+export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
