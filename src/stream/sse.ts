@@ -13,7 +13,16 @@ export interface SseEvent {
   id?: string;
 }
 
-export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+export interface ReadSseOptions {
+  /**
+   * Called with each non-empty line that is neither a comment nor a field the reader knows (`data`, `event`,
+   * `id`, `retry`). The SSE rules say to ignore such lines, and the reader does; this hook lets a caller notice
+   * them, because Google appends a raw (unframed) JSON error body to a stream that fails mid-way.
+   */
+  onOtherLine?: (line: string) => void;
+}
+
+export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: ReadSseOptions = {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder('utf-8');
   let buf = '';
   let data: string[] = [];
@@ -37,6 +46,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
     if (field === 'data') data.push(value);
     else if (field === 'event') event = value;
     else if (field === 'id') id = value;
+    else if (field !== 'retry') opts.onOtherLine?.(line);
     return undefined;
   };
 
