@@ -20,6 +20,12 @@ export interface ReadSseOptions {
    * them, because Google appends a raw (unframed) JSON error body to a stream that fails mid-way.
    */
   onOtherLine?: (line: string) => void;
+  /**
+   * At the end of the body, also dispatch a last event whose lines all arrived whole (each ended by a line
+   * break) but which lacks its closing blank line. Recorded Google streams end so. A half line is never
+   * dispatched either way: that stream was cut.
+   */
+  dispatchUnterminatedLast?: boolean;
 }
 
 export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: ReadSseOptions = {}): AsyncGenerator<SseEvent> {
@@ -77,8 +83,11 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: R
   if (buf.length) {
     const ev = takeLine(buf);
     if (ev) yield ev;
+  } else if (opts.dispatchUnterminatedLast && data.length) {
+    yield { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) };
+    return;
   }
-  // A final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
+  // Otherwise a final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
 }
 
 /** One `data:` event (with an optional event name), ready to write. */
