@@ -74,9 +74,11 @@ export class AnthropicStreamMapper {
       case 'text_delta':
         return delta.text ? [{ type: 'text', index: 0, text: String(delta.text) }] : [];
       case 'input_json_delta': {
+        // Server tools (server_tool_use: web search, code execution) stream their input too; they are
+        // Anthropic's to run, not the client's, so only tool_use blocks become tool calls.
         const toolIndex = this.toolIndexOfBlock.get(index);
-        if (toolIndex === undefined) throw new UpstreamError('invalid_response', `Anthropic sent tool input for block ${index}, which is not a tool_use block`);
-        return delta.partial_json ? [{ type: 'tool_call_delta', index: 0, toolIndex, arguments: String(delta.partial_json) }] : [];
+        if (toolIndex === undefined || !delta.partial_json) return [];
+        return [{ type: 'tool_call_delta', index: 0, toolIndex, arguments: String(delta.partial_json) }];
       }
       case 'thinking_delta':
         return delta.thinking ? [{ type: 'thinking', index: 0, text: String(delta.thinking) }] : [];

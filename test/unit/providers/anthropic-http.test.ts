@@ -16,12 +16,16 @@ const MESSAGE = {
 describe('anthropic adapter over HTTP (local fake upstream)', () => {
   let upstream: FakeUpstream;
   /** What the next request gets: status, headers, body (a string, or bytes written then the socket cut). */
-  let answer: { status: number; headers?: Record<string, string>; body: string | Buffer; cut?: boolean };
+  let answer: { status: number; headers?: Record<string, string>; body: string | Buffer; cut?: boolean; hold?: boolean };
+  /** Resolves when the upstream sees the client side of the current request go away. */
+  let upstreamClosed: Promise<void>;
 
   before(async () => {
     upstream = await fakeUpstream((_req, res) => {
+      upstreamClosed = new Promise((resolve) => res.on('close', () => resolve()));
       res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-      if (answer.cut) {
+      if (answer.hold) res.write(answer.body); // and never end: only the client can finish this one
+      else if (answer.cut) {
         res.write(answer.body);
         setImmediate(() => res.socket?.destroy());
       } else res.end(answer.body);
@@ -89,6 +93,19 @@ describe('anthropic adapter over HTTP (local fake upstream)', () => {
     expect(events[0]).to.include({ type: 'start' });
     expect(events.some((e) => e.type === 'end')).to.equal(false);
     expect(error).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+  });
+
+  it('a client abort mid-stream closes the upstream request and is not reported as an upstream fault', async () => {
+    answer = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('text.txt').subarray(0, 500), hold: true };
+    const ac = new AbortController();
+    const stream = await anthropicAdapter.chatStream(baseRequest({ stream: true }), targetFor(upstream.url, 'm'), ac.signal);
+    const it = stream[Symbol.asyncIterator]();
+    expect((await it.next()).value).to.include({ type: 'start' });
+    ac.abort();
+    const err = await it.next().then(() => undefined, (e) => e);
+    expect(err).to.be.instanceOf(Error);
+    expect(err).to.not.be.instanceOf(UpstreamError);
+    await upstreamClosed; // resolves only if the upstream connection was really closed
   });
 
   const errorBody = (type: string, message: string) => JSON.stringify({ type: 'error', error: { type, message } });

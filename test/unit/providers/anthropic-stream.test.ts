@@ -45,6 +45,14 @@ const EXPECTED: Record<string, (events: StreamEvent[], error: unknown) => void> 
       type: 'usage', usage: { promptTokens: 160, completionTokens: 57, cachedTokens: 0, cacheWriteTokens: 120, reasoningTokens: 0 },
     });
   },
+  'server-tool.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    // Anthropic ran the web search itself: only the client's tool_use block is a tool call.
+    expect(toolCallsOf(events)).to.deep.equal([{ id: 'toolu_01NotifyUserSample0001', name: 'notify', arguments: '{"msg":"sunny"}' }]);
+    expect(textOf(events)).to.equal('Paris is sunny (24°C).');
+    expect(events.find((e) => e.type === 'finish')).to.include({ finishReason: 'tool_calls' });
+    expect(events.find((e) => e.type === 'usage')).to.deep.include({ usage: { promptTokens: 2100, completionTokens: 120, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 } });
+  },
   'stop-sequence.txt': (events, error) => {
     expect(error).to.equal(undefined);
     expect(textOf(events)).to.equal('1, 2, 3, ');
