@@ -128,9 +128,10 @@ export function geminiError(e: GError, status: number | undefined, base?: Upstre
   // An invalid key is INVALID_ARGUMENT (400) to Google, but it is the gateway's key that is wrong.
   const badKey = e.details?.some((d) => d.reason === 'API_KEY_INVALID');
   const kind = badKey ? 'auth' : (STATUS_KINDS[e.status ?? ''] ?? base?.kind ?? 'server_error');
-  const message = base?.message ?? `Gemini error ${e.status ?? e.code ?? ''}: ${String(e.message ?? '').slice(0, 300)}`;
-  const retryAfter = base?.retryAfterMs ?? retryDelayMs(e);
-  return new UpstreamError(kind, kind === 'auth' ? `upstream refused the gateway's provider credentials (${e.status ?? status})` : message, status ?? e.code, retryAfter);
+  const message = badKey
+    ? "upstream refused the gateway's provider credentials (API key not valid)"
+    : (base?.message ?? `Gemini error ${e.status ?? e.code ?? ''}: ${String(e.message ?? '').slice(0, 300)}`);
+  return new UpstreamError(kind, message, status ?? e.code, base?.retryAfterMs ?? retryDelayMs(e));
 }
 
 /** `send`'s error mapper: the HTTP status mapping, refined by the status name in Google's body when there is one. */

@@ -92,6 +92,7 @@ describe('gemini adapter over HTTP (local fake upstream)', () => {
       expect(err).to.be.instanceOf(UpstreamError).and.include({ kind, status: http });
       // The key Google echoes in a DebugInfo detail never reaches the message.
       expect(err.message).to.not.match(/AIzv00G7|key1234/);
+      if (file.includes('unsupported-user-location')) expect(err.message).to.contain('User location is not supported');
     });
   }
 });
