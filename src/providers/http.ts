@@ -42,7 +42,14 @@ export interface UpstreamResponse {
 export async function send(
   url: string,
   init: {
-    method?: string; headers: Record<string, string>; body?: string | Buffer | Uint8Array; signal: AbortSignal; timeouts: Timeouts;
+    method?: string;
+    headers: Record<string, string>;
+    body?: string | Buffer | Uint8Array;
+    signal: AbortSignal;
+    timeouts: Timeouts;
+    /** Maps a non-2xx answer when the provider's error body says more than its status (default statusError). */
+    mapError?: (status: number, headers: UpstreamResponse['headers'], text: string) => UpstreamError;
+    /** Return non-2xx answers instead of throwing (the caller reads the error body itself). */
     passStatus?: boolean;
   },
 ): Promise<UpstreamResponse> {
@@ -64,7 +71,7 @@ export async function send(
   }
   if ((res.statusCode >= 200 && res.statusCode < 300) || init.passStatus) return { status: res.statusCode, headers: res.headers, body: res.body };
   const text = await readCapped(res.body, 64 * 1024).catch(() => '');
-  throw statusError(res.statusCode, res.headers, text);
+  throw (init.mapError ?? statusError)(res.statusCode, res.headers, text);
 }
 
 /** Reads a whole (small) body as text, at most `cap` bytes. */

@@ -13,7 +13,22 @@ export interface SseEvent {
   id?: string;
 }
 
-export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<SseEvent> {
+export interface ReadSseOptions {
+  /**
+   * Called with each non-empty line that is neither a comment nor a field the reader knows (`data`, `event`,
+   * `id`, `retry`). The SSE rules say to ignore such lines, and the reader does; this hook lets a caller notice
+   * them, because Google appends a raw (unframed) JSON error body to a stream that fails mid-way.
+   */
+  onOtherLine?: (line: string) => void;
+  /**
+   * At the end of the body, also dispatch a last event whose lines all arrived whole (each ended by a line
+   * break) but which lacks its closing blank line. Recorded Google streams end so. A half line is never
+   * dispatched either way: that stream was cut.
+   */
+  dispatchUnterminatedLast?: boolean;
+}
+
+export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: ReadSseOptions = {}): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder('utf-8');
   let buf = '';
   let data: string[] = [];
@@ -37,6 +52,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
     if (field === 'data') data.push(value);
     else if (field === 'event') event = value;
     else if (field === 'id') id = value;
+    else if (field !== 'retry') opts.onOtherLine?.(line);
     return undefined;
   };
 
@@ -67,8 +83,11 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>): AsyncG
   if (buf.length) {
     const ev = takeLine(buf);
     if (ev) yield ev;
+  } else if (opts.dispatchUnterminatedLast && data.length) {
+    yield { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) };
+    return;
   }
-  // A final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
+  // Otherwise a final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
 }
 
 /** One `data:` event (with an optional event name), ready to write. */

@@ -1,0 +1,56 @@
+/** Small helpers every native adapter needs: data URLs, stream JSON, and the broken-stream guard. */
+import { randomBytes } from 'node:crypto';
+import { UpstreamError } from '../engine/types.js';
+import { readJson, transportError, type UpstreamResponse } from './http.js';
+
+/** `data:<mime>;base64,<data>` split into its parts; undefined for any other URL. */
+export function parseDataUrl(url: string): { mimeType: string; data: string } | undefined {
+  const m = /^data:([^;,]+)((?:;[^;,]+)*);base64,(.*)$/s.exec(url);
+  return m ? { mimeType: m[1]!, data: m[3]! } : undefined;
+}
+
+/** An id for a response the upstream did not name. */
+export const generatedId = (prefix: string): string => `${prefix}${randomBytes(12).toString('hex')}`;
+
+/** One SSE `data:` payload as a JSON object; anything else means the upstream spoke garbage. */
+export function parseEventJson(data: string, upstream: string): Record<string, any> {
+  let v: unknown;
+  try {
+    v = JSON.parse(data);
+  } catch {
+    throw new UpstreamError('invalid_response', `${upstream} sent a stream event that is not JSON`);
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new UpstreamError('invalid_response', `${upstream} sent a stream event that is not a JSON object`);
+  return v as Record<string, any>;
+}
+
+/**
+ * Re-throws what a stream's consumer must see: UpstreamErrors as they are, the client's own abort as it is,
+ * and anything else (socket reset, body timeout mid-way) as a broken stream — once events have flowed, the
+ * engine can no longer fail over, so the kind that matters is "the stream broke".
+ */
+export async function* guardStream<T>(events: AsyncIterable<T>, signal: AbortSignal, upstream: string): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (err) {
+    if (err instanceof UpstreamError || signal.aborted) throw err;
+    const e = err as { code?: string; message?: string };
+    throw new UpstreamError('stream_broken', `${upstream} stream broke: ${e?.code ?? e?.message ?? 'unknown'}`);
+  }
+}
+
+/**
+ * Thinking signatures are opaque and only their issuer can verify them. Gemini's travel in
+ * `ThinkingBlock.signature` behind this prefix, so a conversation that moves between upstreams (failover) never
+ * hands Anthropic a Gemini signature, nor Gemini an Anthropic one.
+ */
+export const GEMINI_SIGNATURE_PREFIX = 'gemini:';
+
+/** A unary JSON answer; a body that breaks off while being read is a transport failure like any other. */
+export async function readJsonBody<T>(res: UpstreamResponse, signal: AbortSignal): Promise<T> {
+  try {
+    return await readJson<T>(res.body);
+  } catch (err) {
+    throw transportError(err, signal);
+  }
+}

@@ -1,0 +1,135 @@
+import { expect } from 'chai';
+import { Breakers } from '../../src/engine/breaker.js';
+import { costOf, worstCaseNano, estimatePromptTokens } from '../../src/engine/pricing.js';
+import { mapStream } from '../../src/providers/openai/index.js';
+import { parseChatRequest, toOpenAIRequest } from '../../src/wire/openai-chat.js';
+import { OpenAIChunkWriter, toCompletion } from '../../src/wire/openai-stream.js';
+import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
+import type { Offer } from '../../src/catalog/types.js';
+import { validateChatCompletionRequest } from '../support/openai-schema.js';
+
+const offer = (p: Partial<Offer['pricing']> = {}): Offer => ({
+  gateway: 'g', upstreamModel: 'm', modelId: 'dev/m', developer: 'dev', name: 'M',
+  pricing: { prompt: 1e-6, completion: 2e-6, cacheRead: 0.25e-6, cacheWrite: null, image: null, audioPerMinute: null, ...p },
+  contextLength: 8000, maxOutputTokens: 1000,
+  capabilities: { tools: true, vision: false, reasoning: false, jsonMode: true, streaming: true }, modalities: { input: ['text'], output: ['text'] },
+});
+
+describe('unit: breaker', () => {
+  it('opens after the threshold, half-opens after the cool-down for one trial, closes on success', () => {
+    let now = 0;
+    const b = new Breakers(3, 1000, () => now);
+    for (let i = 0; i < 2; i++) b.failure('g', 'm');
+    expect(b.allow('g', 'm')).to.equal(true);
+    b.failure('g', 'm');
+    expect(b.state('g', 'm')).to.equal('open');
+    expect(b.allow('g', 'm')).to.equal(false);
+    now = 1000;
+    expect(b.state('g', 'm')).to.equal('half_open');
+    expect(b.allow('g', 'm')).to.equal(true);
+    expect(b.allow('g', 'm')).to.equal(false); // only one trial
+    b.failure('g', 'm');
+    expect(b.state('g', 'm')).to.equal('open');
+    now = 2500;
+    expect(b.allow('g', 'm')).to.equal(true);
+    b.success('g', 'm');
+    expect(b.state('g', 'm')).to.equal('closed');
+    expect(b.allow('g', 'other')).to.equal(true);
+  });
+});
+
+describe('unit: pricing', () => {
+  it('prices prompt, cached prompt and completion tokens at their own rates, with markup', () => {
+    const u = { promptTokens: 1000, completionTokens: 500, cachedTokens: 400, cacheWriteTokens: 0, reasoningTokens: 0 };
+    // 600 * 1e-6 + 400 * 0.25e-6 = 0.0007 USD; 500 * 2e-6 = 0.001 USD
+    expect(costOf(offer(), u, 1)).to.deep.equal({ inputNano: 700_000, outputNano: 1_000_000, totalNano: 1_700_000 });
+    expect(costOf(offer(), u, 1.5).totalNano).to.equal(2_550_000);
+    expect(costOf(offer({ cacheRead: null }), u, 1).inputNano).to.equal(1_000_000);
+  });
+
+  it('holds the prompt estimate plus every completion token the request may produce', () => {
+    const req = parseChatRequest({ model: 'x', messages: [{ role: 'user', content: 'a'.repeat(300) }], max_tokens: 100 });
+    const est = estimatePromptTokens(req);
+    expect(est).to.equal(Math.ceil((300 + 16) / 3));
+    expect(worstCaseNano(offer(), req, 1)).to.equal(Math.round((est * 1e-6 + 100 * 2e-6) * 1e9));
+    const noMax = parseChatRequest({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
+    expect(worstCaseNano(offer(), noMax, 1)).to.equal(Math.round((estimatePromptTokens(noMax) * 1e-6 + 1000 * 2e-6) * 1e9));
+  });
+});
+
+describe('unit: OpenAI wire mapping', () => {
+  const body = {
+    model: 'openai/gpt-4o-mini', stream: true, stream_options: { include_usage: false }, max_tokens: 50, stop: 'END', temperature: 0.2,
+    provider: 'openai', router_provider: 'x', auto_web_search: false, custom_vendor_flag: { a: 1 },
+    response_format: { type: 'json_schema', json_schema: { name: 'r', schema: { type: 'object' }, strict: true } },
+    tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { q: { type: 'string' } } } } }],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    messages: [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"q":"x"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+    ],
+  };
+
+  it('round-trips a full request; gateway fields never go upstream, unknown fields do; usage is always asked for', () => {
+    const req = parseChatRequest(body);
+    expect(req).to.include({ model: 'openai/gpt-4o-mini', stream: true, includeUsage: false, maxTokens: 50, temperature: 0.2 });
+    expect(req.stop).to.deep.equal(['END']);
+    const wire = toOpenAIRequest(req, 'gpt-4o-mini', { maxTokensField: 'max_completion_tokens', exclude: [] });
+    expect(wire).to.not.have.any.keys('provider', 'router_provider', 'auto_web_search', 'max_tokens');
+    expect(wire).to.include({ model: 'gpt-4o-mini', max_completion_tokens: 50, stream: true });
+    expect(wire.stream_options).to.deep.equal({ include_usage: true });
+    expect(wire.custom_vendor_flag).to.deep.equal({ a: 1 });
+    expect(wire.messages).to.deep.equal(body.messages);
+    expect(wire.tools).to.deep.equal(body.tools);
+    expect(wire.tool_choice).to.deep.equal(body.tool_choice);
+    expect(wire.response_format).to.deep.equal(body.response_format);
+    expect(validateChatCompletionRequest(wire).errors).to.deep.equal([]);
+  });
+
+  it('maps an upstream stream: usage riding on a chunk with choices, tool deltas, keep-alives ignored', async () => {
+    const lines = [
+      { id: 'x', model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
+      { id: 'x', model: 'm', choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 't1', type: 'function', function: { name: 'f', arguments: '' } }] } }] },
+      { id: 'x', model: 'm', choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] } }] },
+      { id: 'x', model: 'm', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 5, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 1 } } },
+    ];
+    async function* src() { for (const l of lines) yield { data: JSON.stringify(l) }; yield { data: '[DONE]' }; }
+    const evs: StreamEvent[] = [];
+    for await (const e of mapStream(src())) evs.push(e);
+    expect(evs.map((e) => e.type)).to.deep.equal(['start', 'tool_call_start', 'tool_call_delta', 'text', 'finish', 'usage', 'end']);
+    expect(evs[5]).to.deep.include({ usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 } });
+  });
+
+  it('a stream without [DONE] or with malformed JSON is broken', async () => {
+    async function* cut() { yield { data: JSON.stringify({ choices: [{ index: 0, delta: { content: 'a' } }] }) }; }
+    async function* bad() { yield { data: '{"choices": [' }; }
+    for (const src of [cut, bad]) {
+      const err = await (async () => { try { for await (const _ of mapStream(src())) { /* drain */ } } catch (e) { return e; } })();
+      expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+    }
+  });
+
+  it('writes OpenAI chunks: role first, usage chunk only when asked, then [DONE]', () => {
+    const w = new OpenAIChunkWriter('chatcmpl-1', 'dev/m', 1, true);
+    const frames = [w.write({ type: 'start', id: 'u', model: 'm' }), w.write({ type: 'text', index: 0, text: 'Hi' }),
+      w.write({ type: 'finish', index: 0, finishReason: 'stop' }), w.write({ type: 'usage', usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 } }), w.end({ gateway: 'g' })].join('');
+    const datas = frames.split('\n\n').filter(Boolean).map((f) => f.replace(/^data: /, ''));
+    expect(datas.at(-1)).to.equal('[DONE]');
+    const chunks = datas.slice(0, -1).map((d) => JSON.parse(d));
+    expect(chunks[0].choices[0].delta).to.deep.equal({ role: 'assistant', content: '' });
+    expect(chunks[1].choices[0].delta).to.deep.equal({ content: 'Hi' });
+    expect(chunks[2].choices[0]).to.include({ finish_reason: 'stop' });
+    expect(chunks[3]).to.deep.include({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } } });
+    const noUsage = new OpenAIChunkWriter('c', 'm', 1, false);
+    noUsage.write({ type: 'usage', usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 } });
+    expect(noUsage.end({})).to.equal('data: [DONE]\n\n');
+  });
+
+  it('a completion carries null content with tool calls', () => {
+    const c = toCompletion({ id: 'a', model: 'm', created: 1, usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+      choices: [{ index: 0, content: null, toolCalls: [{ id: 't', name: 'f', arguments: '{}' }], finishReason: 'tool_calls' }] }, 'dev/m', {});
+    expect(c.choices[0].message).to.deep.equal({ role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] });
+  });
+});

@@ -1,0 +1,115 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { UpstreamError, type StreamEvent } from '../../../src/engine/types.js';
+import { anthropicEvents } from '../../../src/providers/anthropic/stream.js';
+import { bodyOf, chunkings, collect, shape, textOf, thinkingOf, toolCallsOf } from './support.js';
+
+const fixture = (name: string) => readFileSync(new URL(`../../fixtures/anthropic/${name}`, import.meta.url));
+
+/** Expected outcome of each fixture, worked out by reading it. */
+const EXPECTED: Record<string, (events: StreamEvent[], error: unknown) => void> = {
+  'text.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    expect(events[0]).to.deep.equal({ type: 'start', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' });
+    expect(textOf(events)).to.equal('Grüße aus 東京 🗼!');
+    expect(shape(events)).to.deep.equal(['start', 'text', 'finish', 'usage', 'end']);
+    expect(events.find((e) => e.type === 'finish')).to.deep.equal({ type: 'finish', index: 0, finishReason: 'stop', stopSequence: null });
+    expect(events.find((e) => e.type === 'usage')).to.deep.equal({
+      type: 'usage', usage: { promptTokens: 12, completionTokens: 9, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+    });
+  },
+  'tools.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    expect(textOf(events)).to.equal("I'll check both cities.");
+    // Content blocks 1 and 2 are tool calls 0 and 1: tool indexes count tool blocks only.
+    expect(toolCallsOf(events)).to.deep.equal([
+      { id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'get_weather', arguments: '{"city": "Paris", "unit": "c"}' },
+      { id: 'toolu_01PGhPYqMeuWbzJbKp8yLkyG', name: 'get_time', arguments: '{"tz":"Europe/Berlin"}' },
+    ]);
+    expect(events.find((e) => e.type === 'finish')).to.include({ finishReason: 'tool_calls' });
+    // 25 uncached + 1800 read from the cache.
+    expect(events.find((e) => e.type === 'usage')).to.deep.equal({
+      type: 'usage', usage: { promptTokens: 1825, completionTokens: 89, cachedTokens: 1800, cacheWriteTokens: 0, reasoningTokens: 0 },
+    });
+    expect(events.at(-1)).to.deep.equal({ type: 'end' });
+  },
+  'thinking.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    expect(thinkingOf(events)).to.equal('Let me add 17 and 25.\n17 + 25 = 42.');
+    const signed = events.filter((e) => e.type === 'thinking' && e.signature);
+    expect(signed).to.deep.equal([{ type: 'thinking', index: 0, text: '', signature: 'EqQBCkgIARABGAIiQL2TZ0sVTpQ9bX4b6Gm1WlOq2tD8xH0rXc1Yk3nA9fJvB7sQ==' }]);
+    expect(textOf(events)).to.equal('The answer is 42.');
+    expect(shape(events)).to.deep.equal(['start', 'thinking', 'text', 'finish', 'usage', 'end']);
+    // 40 uncached + 120 written to the cache.
+    expect(events.find((e) => e.type === 'usage')).to.deep.equal({
+      type: 'usage', usage: { promptTokens: 160, completionTokens: 57, cachedTokens: 0, cacheWriteTokens: 120, reasoningTokens: 0 },
+    });
+  },
+  'server-tool.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    // Anthropic ran the web search itself: only the client's tool_use block is a tool call.
+    expect(toolCallsOf(events)).to.deep.equal([{ id: 'toolu_01NotifyUserSample0001', name: 'notify', arguments: '{"msg":"sunny"}' }]);
+    expect(textOf(events)).to.equal('Paris is sunny (24°C).');
+    expect(events.find((e) => e.type === 'finish')).to.include({ finishReason: 'tool_calls' });
+    expect(events.find((e) => e.type === 'usage')).to.deep.include({ usage: { promptTokens: 2100, completionTokens: 120, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 } });
+  },
+  'stop-sequence.txt': (events, error) => {
+    expect(error).to.equal(undefined);
+    expect(textOf(events)).to.equal('1, 2, 3, ');
+    expect(events.find((e) => e.type === 'finish')).to.deep.equal({ type: 'finish', index: 0, finishReason: 'stop', stopSequence: '4' });
+  },
+  'error-overloaded.txt': (events, error) => {
+    expect(textOf(events)).to.equal('Once upon');
+    expect(error).to.be.instanceOf(UpstreamError).with.property('kind', 'server_error');
+    expect((error as Error).message).to.contain('overloaded_error');
+    expect(events.some((e) => e.type === 'end' || e.type === 'finish')).to.equal(false);
+  },
+  'cut.txt': (events, error) => {
+    expect(textOf(events)).to.equal('Half a sen');
+    expect(error).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+    expect(events.some((e) => e.type === 'end')).to.equal(false);
+  },
+};
+
+describe('anthropic stream mapping over recorded-style streams', () => {
+  for (const [name, check] of Object.entries(EXPECTED)) {
+    for (const { name: cut, chunks } of chunkings(fixture(name))) {
+      it(`${name}, ${cut} chunks`, async () => {
+        const { events, error } = await collect(anthropicEvents(bodyOf(chunks), false));
+        check(events, error);
+        expect(events.some((e) => e.type === 'anthropic_raw')).to.equal(false);
+      });
+    }
+  }
+
+  it('native: each upstream event also comes raw, before its mapped events, with ping but not error', async () => {
+    const { events } = await collect(anthropicEvents(bodyOf(chunkings(fixture('tools.txt'))[1]!.chunks), true));
+    const raw = events.filter((e) => e.type === 'anthropic_raw');
+    const names = raw.map((e) => (e.type === 'anthropic_raw' ? e.event : ''));
+    expect(names).to.deep.equal([
+      'message_start', 'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_stop',
+      'content_block_start', 'content_block_delta', 'content_block_delta', 'content_block_delta', 'ping', 'content_block_delta',
+      'content_block_stop', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+    ]);
+    expect(raw[0]).to.deep.include({ event: 'message_start' });
+    expect((raw[0] as { data: any }).data.message.id).to.equal('msg_014p7gG3wDgGV9EUtLvnow3U');
+    // The raw event precedes what it maps to.
+    const firstStart = events.findIndex((e) => e.type === 'start');
+    expect(events[firstStart - 1]).to.deep.include({ type: 'anthropic_raw', event: 'message_start' });
+    expect(events.slice(-2)).to.deep.equal([{ type: 'anthropic_raw', event: 'message_stop', data: { type: 'message_stop' } }, { type: 'end' }]);
+    // The mapped events are the same as without native.
+    const plain = await collect(anthropicEvents(bodyOf([fixture('tools.txt')]), false));
+    expect(events.filter((e) => e.type !== 'anthropic_raw')).to.deep.equal(plain.events);
+
+    const failed = await collect(anthropicEvents(bodyOf([fixture('error-overloaded.txt')]), true));
+    expect(failed.events.filter((e) => e.type === 'anthropic_raw').map((e) => (e as { event: string }).event)).to.not.include('error');
+    expect(failed.error).to.have.property('kind', 'server_error');
+  });
+
+  it('rejects a data line that is not JSON as an invalid response', async () => {
+    const body = Buffer.from('event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"x","usage":{}}}\n\nevent: content_block_delta\ndata: {not json\n\n');
+    const { events, error } = await collect(anthropicEvents(bodyOf([body]), false));
+    expect(events).to.deep.equal([{ type: 'start', id: 'm', model: 'x' }]);
+    expect(error).to.be.instanceOf(UpstreamError).with.property('kind', 'invalid_response');
+  });
+});
