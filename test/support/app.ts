@@ -33,6 +33,8 @@ export async function startTestGateway(opts: { dialect?: TestDialect; env?: Reco
     ADMIN_API_KEY: ADMIN_KEY,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent',
     VALIDATE_RESPONSES: 'true',
+    // No background model-list fetches in tests; a test that wants one calls services.catalog.syncNow().
+    CATALOG_SYNC_INTERVAL_MS: '0',
     ...opts.env,
   });
   config.database = configFor(opts.dialect ?? 'sqlite');
