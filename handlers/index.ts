@@ -7,6 +7,8 @@ import type { Handler } from '../src/app.js';
 import { notImplemented } from '../src/errors.js';
 import * as sessions from './sessions.js';
 import * as health from './health.js';
+import * as catalog from './catalog.js';
+import * as models from './models.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issues 3, 4, 5)
@@ -15,10 +17,6 @@ export const NOT_IMPLEMENTED = [
   'listTools', 'getToolDefinitions', 'getTool', 'executeTool', 'searchAugment',
   'listPartnerModels', 'listPartnerIds', 'checkPartnerModel',
   'hubDiscovery', 'hubSearch', 'getHubModelDetails', 'getHubModelCard', 'listHubAuthorModels', 'listHubModelFiles',
-  // catalog (issue 6)
-  'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
-  'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
-  'compareModelAcrossGateways', 'getModel', 'listDeveloperModels', 'searchModels',
   // statistics, model health, status (issue 7)
   'getProviderStats', 'getGatewayStats', 'getGatewaysSummary', 'getProviderTopModels', 'getTrendingModels',
   'listModelHealth', 'getModelHealth', 'listUnhealthyModels', 'getModelHealthStats', 'getProviderHealthSummary',
@@ -34,4 +32,6 @@ export const handlers: Record<string, Handler> = {
   ...notBuilt,
   ...sessions,
   ...health,
+  ...catalog,
+  ...models,
 };
