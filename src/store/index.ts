@@ -66,7 +66,10 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
   const dialect: Dialect = cfg.dialect;
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  // Kysely looks for its migration tables in every schema unless told which one: with two stores in one
+  // PostgreSQL database (tests, several deployments) it would find another schema's tables and skip its own.
+  const migrationTableSchema = cfg.dialect === 'postgres' ? cfg.schema : undefined;
+  const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error } = await migrator.migrateToLatest();
   if (error) {
     await db.destroy();

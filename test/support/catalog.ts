@@ -40,7 +40,8 @@ export async function recordFixtureHealth(gw: TestGateway): Promise<void> {
   add('openai', 'gpt-4o-mini', 'openai', [40, 60]);
   await gw.store.health.record(obs);
   const usage = (gateway: string, model: string, i: number) => ({
-    request_id: `req-${gateway}-${i}`, endpoint: '/v1/chat/completions', gateway, provider: 'x', model, status: 'success', http_status: 200, created_at: now - 3600_000,
+    request_id: `req-${gateway}-${i}`, endpoint: '/v1/chat/completions', gateway, provider: 'x', model, status: 'success', http_status: 200,
+    prompt_tokens: 0, completion_tokens: 0, cached_tokens: 0, cost_nano: 0, latency_ms: 0, created_at: now - 3600_000,
   });
   await gw.store.usage.insertMany([
     usage('groq', 'llama-3.3-70b-versatile', 1), usage('groq', 'llama-3.3-70b-versatile', 2), usage('groq', 'llama-3.3-70b-versatile', 3),
