@@ -10,7 +10,8 @@
  * Records whose modalities stay unknown are skipped (they cannot be classified). Quality scores are null:
  * the snapshot carries no benchmark, and none is invented. Canonical ids: src/catalog/canonical.ts.
  *
- * Usage: node --import tsx scripts/build-seeds.ts [path/to/models-dev.json]
+ * Usage: node --import tsx scripts/build-seeds.ts [--check] [path/to/models-dev.json]
+ * `--check` writes nothing and exits 1 when the committed files differ from what the snapshot gives.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,7 +21,9 @@ import type { CatalogOffer, DeveloperInfo } from '../src/catalog/seeds.js';
 import type { GatewayInfo } from '../src/catalog/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SOURCE = process.argv[2] ?? path.resolve(root, '../shared/reference/models-dev.json');
+const args = process.argv.slice(2);
+const CHECK = args.includes('--check');
+const SOURCE = args.find((a) => !a.startsWith('--')) ?? path.resolve(root, '../shared/reference/models-dev.json');
 
 /** Our gateway id → models.dev provider key (where they differ; gateways absent there have no seeds). */
 const MODELS_DEV_KEY: Record<string, string> = { together: 'togetherai', fireworks: 'fireworks-ai', novita: 'novita-ai' };
@@ -157,8 +160,10 @@ function developers(offers: CatalogOffer[], providers: Record<string, Rec>): Dev
   });
 }
 
-function main() {
-  const snapshot = JSON.parse(fs.readFileSync(SOURCE, 'utf8'));
+/** The two generated files' contents, and a log of what went in. */
+export function buildSeeds(source = SOURCE): { models: string; providers: string; log: string[] } {
+  const log: string[] = [];
+  const snapshot = JSON.parse(fs.readFileSync(source, 'utf8'));
   const providers: Record<string, Rec> = snapshot.providers;
   const gateways: GatewayInfo[] = JSON.parse(fs.readFileSync(path.join(root, 'seeds/gateways.json'), 'utf8'));
   const idx = baseIndex(providers);
@@ -168,7 +173,7 @@ function main() {
     const key = MODELS_DEV_KEY[g.id] ?? g.id;
     const p = providers[key];
     if (!p) {
-      console.log(`${g.id}: not in models.dev (no seed offers)`);
+      log.push(`${g.id}: not in models.dev (no seed offers)`);
       continue;
     }
     const taken = new Set<string>();
@@ -184,17 +189,34 @@ function main() {
       offers.push(offer);
       n++;
     }
-    console.log(`${g.id}: ${n} offers (models.dev "${key}")`);
+    log.push(`${g.id}: ${n} offers (models.dev "${key}")`);
   }
   offers.sort((a, b) => (a.gateway < b.gateway ? -1 : a.gateway > b.gateway ? 1 : a.upstreamModel < b.upstreamModel ? -1 : 1));
-  // One offer per line: small, and a price change is a one-line diff.
-  fs.writeFileSync(path.join(root, 'seeds/models.json'), `[\n${offers.map((o) => JSON.stringify(o)).join(',\n')}\n]\n`);
-  fs.writeFileSync(path.join(root, 'seeds/providers.json'), JSON.stringify(developers(offers, providers), null, 2) + '\n');
-  const gw = new Set(offers.map((o) => o.gateway)).size;
   const shared = new Map<string, number>();
   for (const o of offers) shared.set(o.modelId, (shared.get(o.modelId) ?? 0) + 1);
-  console.log(`${offers.length} offers on ${gw} gateways, ${shared.size} models (${[...shared.values()].filter((v) => v > 1).length} on 2+ gateways), ${skipped} skipped (no modalities)`);
-  console.log(`source: ${snapshot.source ?? SOURCE}`);
+  log.push(`${offers.length} offers on ${new Set(offers.map((o) => o.gateway)).size} gateways, ${shared.size} models `
+    + `(${[...shared.values()].filter((v) => v > 1).length} on 2+ gateways), ${skipped} skipped (no modalities)`);
+  log.push(`source: ${snapshot.source ?? source}`);
+  return {
+    // One offer per line: small, and a price change is a one-line diff.
+    models: `[\n${offers.map((o) => JSON.stringify(o)).join(',\n')}\n]\n`,
+    providers: JSON.stringify(developers(offers, providers), null, 2) + '\n',
+    log,
+  };
 }
 
-main();
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const out = buildSeeds();
+  const files = { 'seeds/models.json': out.models, 'seeds/providers.json': out.providers };
+  if (CHECK) {
+    const stale = Object.entries(files).filter(([f, text]) => !fs.existsSync(path.join(root, f)) || fs.readFileSync(path.join(root, f), 'utf8') !== text);
+    if (stale.length) {
+      console.error(`stale: ${stale.map(([f]) => f).join(', ')} — run \`npm run build:seeds\``);
+      process.exit(1);
+    }
+    console.log('seeds are current.');
+  } else {
+    for (const [f, text] of Object.entries(files)) fs.writeFileSync(path.join(root, f), text);
+    for (const line of out.log) console.log(line);
+  }
+}
