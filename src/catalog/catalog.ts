@@ -1,7 +1,7 @@
 /**
  * The catalog service: seeds merged with discovered model lists, measured health and popularity, built into
- * an immutable Snapshot that every query and the engine's resolve() read. Rebuilt after each discovery sync
- * and each health refresh (both on intervals and on demand), never per request.
+ * a Snapshot that every query and the engine's resolve() read. Rebuilt after each discovery sync; each
+ * health refresh lays the new measurements over it (both on intervals and on demand), never per request.
  */
 import type { Config } from '../config.js';
 import { upstreamSetting } from '../config.js';
@@ -59,8 +59,9 @@ export class Catalog implements CatalogReader {
   private timers: NodeJS.Timeout[] = [];
   private syncing: Promise<SyncResult[]> | undefined;
   private readonly abort = new AbortController();
-  /** Milliseconds the last rebuild took (reported by the benchmark). */
+  /** Milliseconds the last full rebuild and the last health overlay took (reported by the benchmark). */
   lastBuildMs = 0;
+  lastHealthMs = 0;
 
   constructor(private readonly opts: CatalogOptions) {
     const { seeds, config } = opts;
@@ -114,7 +115,7 @@ export class Catalog implements CatalogReader {
     const choice = parseRouter(s, this.opts.seeds.routers);
     if (choice === null) return [];
     if (choice === undefined) return orderByMode(this.find(s), 'cheapest').map((e) => e.o);
-    if (!choice.model) return (this.snap.routerOrders.get(choice.router.mode) ?? []).map((e) => e.o);
+    if (!choice.model) return this.snap.routerOrder(choice.router.mode).map((e) => e.o);
     return orderByMode(this.find(choice.model), choice.router.mode).map((e) => e.o);
   }
 
@@ -163,13 +164,14 @@ export class Catalog implements CatalogReader {
 
   // ---------- building ----------
 
-  private rebuild(): void {
+  /** Full rebuild (after a sync): merge, indexes, sorts, then the health overlay. */
+  rebuild(): void {
     const t0 = performance.now();
     const offers = mergeOffers(this.opts.seeds.offers, this.discovered, this.gatewayList);
-    this.snap = new Snapshot({
-      offers, gateways: this.gatewayList, routers: this.opts.seeds.routers, configured: this.configured,
-      health: this.health, requests: this.requests,
-    });
+    this.snap = new Snapshot(
+      { offers, gateways: this.gatewayList, configured: this.configured },
+      { health: this.health, requests: this.requests },
+    );
     this.lastBuildMs = performance.now() - t0;
   }
 
@@ -189,11 +191,19 @@ export class Catalog implements CatalogReader {
         if (st) st.lastSync = s.last_sync === null ? null : Number(s.last_sync);
       }
     }
-    await this.refreshHealth();
+    await this.loadHealth();
+    this.rebuild();
   }
 
-  /** Reloads measured health and 7-day request counts into memory and rebuilds. */
+  /** Reloads measured health and 7-day request counts and lays them over the built catalog. */
   async refreshHealth(): Promise<void> {
+    await this.loadHealth();
+    const t0 = performance.now();
+    this.snap.applyHealth({ health: this.health, requests: this.requests });
+    this.lastHealthMs = performance.now() - t0;
+  }
+
+  private async loadHealth(): Promise<void> {
     const store = this.opts.store;
     if (store) {
       const health = new Map<string, OfferHealth>();
@@ -206,7 +216,6 @@ export class Catalog implements CatalogReader {
       this.health = health;
       this.requests = requests;
     }
-    this.rebuild();
   }
 
   /**

@@ -37,20 +37,20 @@ export function median(values: number[]): number | null {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** Sets `categories` on every entry (in CATEGORIES order). Thresholds span all entries, active or not. */
-export function assignCategories(entries: Entry[]): void {
+/**
+ * Sets `baseCategories` on every entry: every tag except `fastest`, which alone depends on measured latency
+ * (see applyFastest). Thresholds span all entries, active or not.
+ */
+export function assignBaseCategories(entries: Entry[]): void {
   const paid: number[] = [];
-  const latencies: number[] = [];
   const contexts: number[] = [];
   const scores: number[] = [];
   for (const e of entries) {
     if (e.blended !== null && e.blended > 0) paid.push(e.blended);
-    if (e.avgMs !== null) latencies.push(e.avgMs);
     if (e.o.contextLength !== null) contexts.push(e.o.contextLength);
     if (e.o.qualityScore !== null) scores.push(e.o.qualityScore);
   }
   const cheapMax = topDecile(paid, 'low');
-  const fastMax = topDecile(latencies, 'low');
   const largeMin = topDecile(contexts, 'high');
   const smartMin = topDecile(scores, 'high');
   const medianScore = median(scores);
@@ -61,10 +61,8 @@ export function assignCategories(entries: Entry[]): void {
     const b = e.blended;
     const ctx = o.contextLength;
     const q = o.qualityScore;
-    const tags: ModelCategory[] = [];
-    const has: Record<ModelCategory, boolean> = {
+    const has: Record<Exclude<ModelCategory, 'fastest'>, boolean> = {
       cheapest: b !== null && b > 0 && cheapMax !== null && b <= cheapMax,
-      fastest: e.avgMs !== null && (e.avgMs < 500 || (fastMax !== null && e.avgMs <= fastMax)),
       largest: ctx !== null && largeMin !== null && ctx >= largeMin,
       smartest: q !== null && smartMin !== null && q >= smartMin,
       reasoning: o.capabilities.reasoning,
@@ -77,9 +75,25 @@ export function assignCategories(entries: Entry[]): void {
       mid: b !== null && b >= MID_MIN && b < FLAGSHIP_MIN,
       budget: b !== null && b > 0 && b < MID_MIN,
     };
-    for (const c of CATEGORIES) if (has[c]) tags.push(c);
-    e.categories = tags;
+    e.baseCategories = CATEGORIES.filter((c) => c !== 'fastest' && has[c]);
   }
+}
+
+/**
+ * Sets `categories` = base tags plus `fastest` (measured average under 500 ms, or among the fastest 10% of
+ * measured entries), in CATEGORIES order. Returns the entries tagged `fastest`.
+ */
+export function applyFastest(entries: Entry[]): Entry[] {
+  const latencies: number[] = [];
+  for (const e of entries) if (e.avgMs !== null) latencies.push(e.avgMs);
+  const fastMax = topDecile(latencies, 'low');
+  const fast: Entry[] = [];
+  for (const e of entries) {
+    const isFast = e.avgMs !== null && (e.avgMs < 500 || (fastMax !== null && e.avgMs <= fastMax));
+    if (isFast) fast.push(e);
+    e.categories = isFast ? CATEGORIES.filter((c) => c === 'fastest' || e.baseCategories.includes(c)) : e.baseCategories;
+  }
+  return fast;
 }
 
 const nullsLast = (a: number | null, b: number | null, dir: 1 | -1): number => {

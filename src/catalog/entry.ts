@@ -31,6 +31,9 @@ export interface Entry {
   health: HealthStatus;
   avgMs: number | null;
   successRate: number | null;
+  /** Tags from catalog data alone (all but `fastest`), fixed between syncs. */
+  baseCategories: ModelCategory[];
+  /** All tags: base plus `fastest` from measured latency. */
   categories: ModelCategory[];
   /** Requests recorded for the canonical model (all gateways) in the last 7 days. */
   popularity: number;
@@ -39,6 +42,8 @@ export interface Entry {
   chat: boolean;
   /** Index of the gateway in GET /v1/gateways order (fast first). */
   gatewayRank: number;
+  /** Keys under which health and usage rows may name this offer: by upstream id, by canonical id. */
+  keys: [string, string];
 }
 
 const NOT_CHAT = /embed|whisper|tts|transcri|moderation|rerank|guard|safeguard|dall-e|image|orpheus|imagine|lyria|ocr/i;

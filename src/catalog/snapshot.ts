@@ -1,12 +1,16 @@
 /**
- * The built catalog: immutable indexes and pre-sorted lists over every offer, made once per rebuild (a sync,
- * a health refresh). Queries scan these in order and slice a page; nothing is sorted per request except the
- * few offers of one model.
+ * The built catalog: indexes and pre-sorted lists over every offer. Queries scan these in order and slice a
+ * page; nothing is sorted per request except the few offers of one model.
+ *
+ * Two stages. The constructor builds everything that depends on catalog data alone (once per discovery
+ * sync). applyHealth() then lays measured health and popularity over it (on every health refresh): it updates
+ * the entries in place and rebuilds only the lists that depend on them. It runs synchronously, and every
+ * query is synchronous, so no request ever sees a half-applied refresh.
  */
 import type { GatewayInfo } from './types.js';
-import type { CatalogOffer, RouterInfo, RouterMode } from './seeds.js';
+import type { CatalogOffer, RouterMode } from './seeds.js';
 import { type Entry, type OfferHealth, UNKNOWN_HEALTH, isChatOffer } from './entry.js';
-import { CATEGORIES, type ModelCategory, assignCategories, blendedPrice, categoryComparator, nullsLast } from './categories.js';
+import { CATEGORIES, type ModelCategory, applyFastest, assignBaseCategories, blendedPrice, categoryComparator, nullsLast } from './categories.js';
 import { orderByMode } from './routers.js';
 
 export interface UniqueModelEntry {
@@ -33,9 +37,11 @@ export type SortOrder = 'asc' | 'desc';
 export interface BuildInput {
   offers: CatalogOffer[];
   gateways: GatewayInfo[];
-  routers: RouterInfo[];
   configured: Set<string>;
-  /** Health by `gateway \0 model` (model = upstream or canonical id). */
+}
+
+export interface HealthInput {
+  /** Health by `gateway \0 model` (model = upstream or canonical id, lower case). */
   health: Map<string, OfferHealth>;
   /** Request counts by `gateway \0 model`, last 7 days. */
   requests: Map<string, number>;
@@ -64,49 +70,75 @@ export class Snapshot {
   readonly searchOrders = new Map<string, Entry[]>();
   readonly unique: { active: UniqueModelEntry[]; all: UniqueModelEntry[] };
   readonly uniqueOrders = new Map<string, UniqueModelEntry[]>();
-  readonly lowLatency: Entry[];
-  readonly alternatives: Alternative[];
-  readonly routerOrders = new Map<RouterMode, Entry[]>();
-  readonly builtAt = Date.now();
+  lowLatency: Entry[] = [];
+  alternatives: Alternative[] = [];
+  /** Router orders, computed on first use after each health refresh (unused modes cost nothing). */
+  private readonly routerOrders = new Map<RouterMode, Entry[]>();
+  private routerCandidates: Entry[] = [];
 
-  constructor(input: BuildInput) {
+  constructor(input: BuildInput, health: HealthInput) {
     const rank = new Map(input.gateways.map((g, i) => [g.id, i]));
     const sorted = [...input.offers].sort((a, b) => cmpStr(a.modelId, b.modelId) || cmpStr(a.gateway, b.gateway) || cmpStr(a.upstreamModel, b.upstreamModel));
-    const look = <T>(m: Map<string, T>, o: CatalogOffer): T | undefined => m.get(key(o.gateway, o.upstreamModel)) ?? m.get(key(o.gateway, o.modelId));
-
-    const popularity = new Map<string, number>();
-    for (const o of sorted) popularity.set(o.modelId, (popularity.get(o.modelId) ?? 0) + (look(input.requests, o) ?? 0));
-
-    this.entries = sorted.map((o, order) => {
-      const h = look(input.health, o) ?? UNKNOWN_HEALTH;
-      return {
-        o, order,
-        idLower: o.modelId.toLowerCase(),
-        nameLower: o.name.toLowerCase(),
-        haystack: `${o.modelId}\n${o.name}\n${o.developer}\n${o.description ?? ''}`.toLowerCase(),
-        blended: blendedPrice(o.pricing.prompt, o.pricing.completion),
-        health: h.status, avgMs: h.avgMs, successRate: h.successRate,
-        categories: [],
-        popularity: popularity.get(o.modelId) ?? 0,
-        configured: input.configured.has(o.gateway),
-        chat: isChatOffer(o),
-        gatewayRank: rank.get(o.gateway) ?? rank.size,
-      };
-    });
+    this.entries = sorted.map((o, order) => ({
+      o, order,
+      idLower: o.modelId.toLowerCase(),
+      nameLower: o.name.toLowerCase(),
+      haystack: `${o.modelId}\n${o.name}\n${o.developer}\n${o.description ?? ''}`.toLowerCase(),
+      blended: blendedPrice(o.pricing.prompt, o.pricing.completion),
+      health: UNKNOWN_HEALTH.status, avgMs: null, successRate: null,
+      baseCategories: [], categories: [],
+      popularity: 0,
+      configured: input.configured.has(o.gateway),
+      chat: isChatOffer(o),
+      gatewayRank: rank.get(o.gateway) ?? rank.size,
+      keys: [key(o.gateway, o.upstreamModel), key(o.gateway, o.modelId)] as [string, string],
+    }));
     this.active = this.entries.filter((e) => e.o.isActive);
-    assignCategories(this.entries);
+    assignBaseCategories(this.entries);
     this.index();
     for (const c of CATEGORIES) {
-      const all = this.entries.filter((e) => e.categories.includes(c)).sort(categoryComparator(c));
+      if (c === 'fastest') continue;
+      const all = this.entries.filter((e) => e.baseCategories.includes(c)).sort(categoryComparator(c));
       this.categories.set(c, { all, active: all.filter((e) => e.o.isActive) });
     }
-    this.sortSearch();
+    this.sortSearch(['price', 'context', 'name']);
     this.unique = { active: this.groupUnique(this.active), all: this.groupUnique(this.entries) };
     this.sortUnique();
+    this.applyHealth(health);
+  }
+
+  /** Lays measured health and popularity over the entries and rebuilds what depends on them. */
+  applyHealth(input: HealthInput): void {
+    const look = <T>(m: Map<string, T>, e: Entry): T | undefined => m.get(e.keys[0]) ?? m.get(e.keys[1]);
+    const popularity = new Map<string, number>();
+    for (const e of this.entries) {
+      const h = look(input.health, e) ?? UNKNOWN_HEALTH;
+      e.health = h.status;
+      e.avgMs = h.avgMs;
+      e.successRate = h.successRate;
+      popularity.set(e.idLower, (popularity.get(e.idLower) ?? 0) + (look(input.requests, e) ?? 0));
+    }
+    for (const e of this.entries) e.popularity = popularity.get(e.idLower)!;
+
+    const fast = applyFastest(this.entries).sort(categoryComparator('fastest'));
+    this.categories.set('fastest', { all: fast, active: fast.filter((e) => e.o.isActive) });
+    this.sortSearch(['popularity']);
+    for (const u of [...this.unique.active, ...this.unique.all]) {
+      let fastest: Entry | null = null;
+      for (const e of u.offers) if (e.avgMs !== null && (!fastest || e.avgMs < fastest.avgMs! || (e.avgMs === fastest.avgMs && e.o.gateway < fastest.o.gateway))) fastest = e;
+      u.fastest = fastest;
+    }
     this.lowLatency = this.active.filter((e) => e.avgMs !== null && e.avgMs < 500).sort((a, b) => a.avgMs! - b.avgMs! || a.order - b.order);
     this.alternatives = this.findAlternatives();
-    const candidates = this.active.filter((e) => e.configured && e.chat);
-    for (const r of input.routers) if (!this.routerOrders.has(r.mode)) this.routerOrders.set(r.mode, orderByMode(candidates, r.mode));
+    this.routerCandidates = this.active.filter((e) => e.configured && e.chat);
+    this.routerOrders.clear();
+  }
+
+  /** `router:<mode>` without a model: active chat offers of configured gateways in the mode's order. */
+  routerOrder(mode: RouterMode): readonly Entry[] {
+    let order = this.routerOrders.get(mode);
+    if (!order) this.routerOrders.set(mode, (order = orderByMode(this.routerCandidates, mode)));
+    return order;
   }
 
   private index() {
@@ -117,8 +149,8 @@ export class Snapshot {
       push(this.byGateway, o.gateway, e);
       push(this.byGatewayModel, key(o.gateway, o.upstreamModel), e);
       if (o.upstreamModel.toLowerCase() !== e.idLower) push(this.byGatewayModel, key(o.gateway, o.modelId), e);
-      const words = new Set([e.idLower.slice(e.idLower.indexOf('/') + 1), o.upstreamModel.toLowerCase(), o.upstreamModel.toLowerCase().split('/').pop()!]);
-      for (const w of words) {
+      const up = o.upstreamModel.toLowerCase();
+      for (const w of [e.idLower.slice(e.idLower.indexOf('/') + 1), up, up.slice(up.lastIndexOf('/') + 1)]) {
         let s = this.bare.get(w);
         if (!s) this.bare.set(w, (s = new Set()));
         s.add(e.idLower);
@@ -126,17 +158,26 @@ export class Snapshot {
     }
   }
 
-  private sortSearch() {
-    const tie = (a: Entry, b: Entry) => a.order - b.order;
-    const keys: Record<SearchSort, (a: Entry, b: Entry, dir: 1 | -1) => number> = {
-      price: (a, b, d) => nullsLast(a.o.pricing.prompt, b.o.pricing.prompt, d) || nullsLast(a.o.pricing.completion, b.o.pricing.completion, d),
-      context: (a, b, d) => nullsLast(a.o.contextLength, b.o.contextLength, d),
-      popularity: (a, b, d) => (a.popularity - b.popularity) * d,
-      name: (a, b, d) => cmpStr(a.nameLower, b.nameLower) * d,
-    };
-    for (const [k, cmp] of Object.entries(keys)) {
-      this.searchOrders.set(`${k}:asc`, [...this.active].sort((a, b) => cmp(a, b, 1) || tie(a, b)));
-      this.searchOrders.set(`${k}:desc`, [...this.active].sort((a, b) => cmp(a, b, -1) || tie(a, b)));
+  /** Pre-sorted active entries per search key and order: unknown values last, ties by id then gateway. */
+  private sortSearch(which: SearchSort[]) {
+    const n = this.active.length;
+    const inf = (v: number | null, d: 1 | -1) => (v === null ? Infinity : v * d);
+    for (const k of which) {
+      for (const [order, d] of [['asc', 1], ['desc', -1]] as const) {
+        if (k === 'name') {
+          this.searchOrders.set(`name:${order}`, [...this.active].sort((a, b) => cmpStr(a.nameLower, b.nameLower) * d || a.order - b.order));
+          continue;
+        }
+        const k1 = new Float64Array(n);
+        const k2 = new Float64Array(n);
+        this.active.forEach((e, i) => {
+          k1[i] = k === 'price' ? inf(e.o.pricing.prompt, d) : k === 'context' ? inf(e.o.contextLength, d) : e.popularity * d;
+          k2[i] = k === 'price' ? inf(e.o.pricing.completion, d) : 0;
+        });
+        // Infinity − Infinity is NaN (falsy): equal unknowns fall through to the next key.
+        const idx = Array.from({ length: n }, (_, i) => i).sort((a, b) => k1[a] - k1[b] || k2[a] - k2[b] || a - b);
+        this.searchOrders.set(`${k}:${order}`, idx.map((i) => this.active[i]));
+      }
     }
   }
 
@@ -147,9 +188,8 @@ export class Snapshot {
     for (const offers of groups.values()) {
       offers.sort((a, b) => nullsLast(a.o.pricing.prompt, b.o.pricing.prompt, 1)
         || nullsLast(a.o.pricing.completion, b.o.pricing.completion, 1) || cmpStr(a.o.gateway, b.o.gateway));
-      const named = [...offers].sort((a, b) => a.gatewayRank - b.gatewayRank)[0];
-      let fastest: Entry | null = null;
-      for (const e of offers) if (e.avgMs !== null && (!fastest || e.avgMs < fastest.avgMs! || (e.avgMs === fastest.avgMs && e.o.gateway < fastest.o.gateway))) fastest = e;
+      let named = offers[0];
+      for (const e of offers) if (e.gatewayRank < named.gatewayRank) named = e;
       out.push({
         modelId: offers[0].o.modelId,
         name: named.o.name,
@@ -157,7 +197,7 @@ export class Snapshot {
         developer: offers[0].o.developer,
         offers,
         cheapest: offers[0].o.pricing.prompt !== null ? offers[0] : null,
-        fastest,
+        fastest: null,
       });
     }
     return out.sort((a, b) => cmpStr(a.modelId, b.modelId));
