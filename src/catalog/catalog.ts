@@ -81,8 +81,9 @@ export class Catalog implements CatalogReader {
     await this.load();
     const { catalogSyncIntervalMs: syncMs, catalogHealthRefreshMs: healthMs } = this.opts.config;
     if (syncMs > 0) {
-      void this.syncNow();
-      this.timers.push(setInterval(() => void this.syncNow(), syncMs));
+      const sync = () => this.syncNow().catch((err) => this.opts.logger.error({ err }, 'catalog sync failed'));
+      void sync();
+      this.timers.push(setInterval(sync, syncMs));
     }
     if (healthMs > 0) {
       this.timers.push(setInterval(() => {
