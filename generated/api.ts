@@ -225,10 +225,25 @@ export interface paths {
         };
         /**
          * List intelligent routers
-         * @description Lists the intelligent routers. A router is chosen by a model string that starts with `router:`
-         *     (for example `router:auto` or `router:cost`); the router then picks a concrete model and gateway per
-         *     request according to its mode. `syntax.primary` is the canonical pattern, `syntax.aliases` are other
-         *     accepted spellings. Routers are listed in seed order; `count` is the number of routers returned.
+         * @description Lists the intelligent routers. A router is chosen by a model string that starts with `router:`:
+         *     `router:<router>` picks among the chat models of every configured gateway, `router:<router>/<model>` among
+         *     the offers of one model (any model string the chat operations accept). `<router>` is the router's `id` or
+         *     one of its aliases (for example `router:auto` or `router:cost`); an unknown router is an unknown model.
+         *
+         *     The router orders the candidates into the failover list the request walks. Every router first puts
+         *     configured gateways before unconfigured ones, active offers before inactive ones, and healthy (or not yet
+         *     measured) offers before degraded ones, degraded before unhealthy; then its mode decides:
+         *     - `cheapest`: blended price (3 × prompt + completion) / 4 ascending, unknown prices last.
+         *     - `fastest`: measured average response time ascending, unmeasured offers after measured ones, then
+         *       blended price.
+         *     - `balanced`: the mean of the offer's price rank and latency rank among the candidates (0 = best,
+         *       1 = worst; an unknown price ranks 1, an unmeasured latency 0.5), then blended price.
+         *     - `reliable`: measured success rate descending (unmeasured = 0.5), then blended price.
+         *     Remaining ties: `fast`-priority gateways first, then gateway id. A plain model string (no router) is
+         *     ordered like `cheapest`. Chat models exclude embedding, speech, moderation/guard, OCR and image models.
+         *
+         *     `syntax.primary` is the canonical pattern, `syntax.aliases` are other accepted spellings; `modes` holds
+         *     the router's mode. Routers are listed in seed order; `count` is the number of routers returned.
          */
         get: operations["listRouters"];
         put?: never;
@@ -272,7 +287,9 @@ export interface paths {
         /**
          * Per-gateway diagnostics
          * @description Diagnostics for every known gateway, in the same order as `GET /v1/gateways`: circuit-breaker state,
-         *     size and age of the cached model list (from the last discovery sync), and the last error seen.
+         *     the number of active models the catalog serves for it (`cached_models`: its last synced model list merged
+         *     with the seeds; the seeds alone before the first sync), the age of its last successful model-list sync,
+         *     and the last error seen. A failed sync keeps serving the previous list (stale) and sets `last_error`.
          *     `error_state` is true exactly when `breaker_state` is `open` (the gateway is being skipped).
          *     `cache_age_seconds` and `last_sync` are null when the gateway's model list has never been synced (only
          *     seed data). `last_error` is a sanitised message (never a key or a raw upstream body), null when there
@@ -297,10 +314,11 @@ export interface paths {
         /**
          * List model providers
          * @description Lists model providers (the developers whose models are served, e.g. `openai`, `meta-llama`), with
-         *     metrics. `model_count` is the number of distinct canonical models of the provider offered on the selected
-         *     gateway(s); `gateways` lists the gateway ids that serve at least one of its models (restricted to the
-         *     selected gateway when `gateway` is not `all`). With a gateway filter only providers with at least one
-         *     model on that gateway are listed. Sorted by `model_count` descending, then `slug` ascending. `total` is
+         *     metrics. `model_count` is the number of distinct canonical models of the provider with an active offer on
+         *     the selected gateway(s); `gateways` lists the gateway ids that actively serve at least one of its models
+         *     (restricted to the selected gateway when `gateway` is not `all`). Only providers with at least one such
+         *     model are listed. `moderated` is true for developers whose own API filters content before the model
+         *     (OpenAI, Anthropic). Sorted by `model_count` descending, then `slug` ascending. `total` is
          *     the number of matching providers before `limit`/`offset`. A `gateway` that is neither a gateway id nor
          *     an alias answers 404.
          */
@@ -331,9 +349,14 @@ export interface paths {
          *     offer fields (`gateway`, `gateway_model_id`, `pricing`, `context_length`, `health_status`,
          *     `average_response_time_ms`) describe its cheapest offer (by blended price, see the by-category
          *     operation), and `providers` lists every offer. `unique_models` is ignored when a specific gateway is
-         *     selected. `include_hub=true` fills `hub` (slower: it consults the model hub; `hub` is null when the hub
-         *     has no matching model or does not answer). A `gateway` that is neither a gateway id nor an alias
-         *     answers 404.
+         *     selected. `include_hub=true` adds `hub` to every record (model-hub metrics; null when the hub has no
+         *     matching model or does not answer — the hub facade is not wired into the catalog yet, so it is currently
+         *     always null). A `gateway` that is neither a gateway id nor an alias answers 404.
+         *
+         *     `object` (`list`) and `data` repeat the page in OpenAI's model-list shape, so the OpenAI SDKs'
+         *     `models.list()` works against the gateway: one item per record of `models`, in the same order, with `id` =
+         *     the canonical id, `owned_by` = the developer and `created` = the release date as Unix seconds (0 when
+         *     unknown). Ids repeat when a model has several offers; `unique_models=true` gives one item per model.
          */
         get: operations["listModels"];
         put?: never;
@@ -368,7 +391,8 @@ export interface paths {
          *     - `smartest`: `quality_score` among the top 10% (top decile).
          *     - `reasoning`: `capabilities.reasoning` is true.
          *     - `vision`: `capabilities.vision` is true (image input).
-         *     - `coding`: id, name or description matches (case-insensitive) `\bcod(e|er|ing)\b`, `codestral` or `devstral`.
+         *     - `coding`: id, name or description matches (case-insensitive) `\bcod(e|er|ex|ing)\b`, `codestral` or
+         *       `devstral`.
          *     - `long-context`: `context_length` >= 128000.
          *     - `flagship`: blended price >= 0.000003 USD per token ($3 per million tokens).
          *     - `mid`: 0.0000005 <= blended price < 0.000003 ($0.50 to $3 per million tokens).
@@ -525,11 +549,12 @@ export interface paths {
          *
          *     `model` is the selected offer: the one on `gateway` when given (404 if that gateway does not offer the
          *     model), otherwise auto-detected as the offer a plain request would be routed to (active, configured
-         *     gateway, breaker not open, healthiest, then cheapest blended price, then gateway priority); when no
+         *     gateway, breaker not open; healthiest — healthy, unknown, degraded, unhealthy — then cheapest blended price,
+         *     then gateway priority); when no
          *     offer is routable, the cheapest offer. `offers` lists every offer of the model (active or not), sorted
          *     by blended price ascending, `hub` left out. With `include_hub=true` `model.hub` carries model-hub
-         *     metrics (null when the hub has no match or does not answer). 404 when the catalog does not know the
-         *     model.
+         *     metrics (null when the hub has no match or does not answer; the hub facade is not wired into the catalog
+         *     yet, so it is currently always null). 404 when the catalog does not know the model.
          */
         get: operations["getModel"];
         put?: never;
@@ -554,7 +579,8 @@ export interface paths {
          *     `/v1/models/trending` and `/v1/models/batch-compare` take precedence, so those words are not developer
          *     names. `total` counts matching offers before `limit`/`offset`. 404 when the catalog has no model of
          *     this developer at all (a known developer with no offer on the selected gateway gives an empty list),
-         *     or when `gateway` is neither a gateway id nor an alias.
+         *     or when `gateway` is neither a gateway id nor an alias. With `include_hub=true` (the default) every record
+         *     carries `hub` (currently always null: the hub facade is not wired into the catalog yet).
          */
         get: operations["listDeveloperModels"];
         put?: never;
@@ -2517,19 +2543,19 @@ export interface components {
         /** @description An intelligent router, selected with a model string starting `router:`. */
         Router: {
             /**
-             * @description Unique router id.
-             * @example auto
+             * @description Unique router id (also its first `router:` word).
+             * @example cheapest
              */
             id: string;
             /** @description Display name. */
             name: string;
             /** @description What the router optimises and how it picks a model. */
             description: string;
-            /** @description Optimisation modes available, e.g. `cost`, `speed`, `quality`, `balanced`. */
+            /** @description Optimisation modes (`cheapest`, `fastest`, `balanced` or `reliable`). */
             modes: string[];
             /** @description Model-string patterns that select this router. */
             syntax: {
-                /** @description Canonical pattern, e.g. `router:auto[:<mode>]`. */
+                /** @description Canonical pattern, e.g. `router:cheapest[/<model>]`. */
                 primary: string;
                 /** @description Other accepted patterns. */
                 aliases: string[];
@@ -2598,7 +2624,7 @@ export interface components {
              * @enum {string}
              */
             breaker_state: "closed" | "open" | "half_open";
-            /** @description Number of models in the cached model list. */
+            /** @description Active models the catalog serves for this gateway (last synced list merged with the seeds). */
             cached_models: number;
             /** @description Seconds since the last successful model-list sync; null if never synced. */
             cache_age_seconds: number | null;
@@ -2638,7 +2664,7 @@ export interface components {
              * @description Logo/icon URL; null if unknown.
              */
             logo_url: string | null;
-            /** @description Distinct canonical models offered on the selected gateway(s). */
+            /** @description Distinct canonical models with an active offer on the selected gateway(s). */
             model_count: number;
             /** @description Gateway ids serving at least one of its models. */
             gateways: string[];
@@ -2661,7 +2687,7 @@ export interface components {
          */
         ModelCategory: "cheapest" | "fastest" | "largest" | "smartest" | "reasoning" | "vision" | "free" | "coding" | "long-context" | "balanced" | "flagship" | "mid" | "budget";
         /**
-         * @description Health of an offer from recent requests and probes; `unknown` when there is no data yet.
+         * @description Health of an offer from its recorded requests and probes: `unhealthy` after 3 failures in a row or under 50 % success, `degraded` after a failure in a row or under 90 % success, else `healthy`; `unknown` when there is no data yet.
          * @enum {string}
          */
         CatalogHealthStatus: "healthy" | "degraded" | "unhealthy" | "unknown";
@@ -2801,7 +2827,28 @@ export interface components {
             /** @description Every offer of this model; present only with `unique_models=true`. */
             providers?: components["schemas"]["ModelProviderOffer"][];
         };
+        /** @description A model in OpenAI's model-list shape (what `GET /v1/models` returns on OpenAI). */
+        OpenAIModel: {
+            /** @description Canonical model id `developer/model`. */
+            id: string;
+            /**
+             * @description Always `model`.
+             * @constant
+             */
+            object: "model";
+            /** @description Release date as Unix seconds; 0 when unknown. */
+            created: number;
+            /** @description The developer slug. */
+            owned_by: string;
+        };
         ModelListResponse: {
+            /**
+             * @description Always `list` (OpenAI's list envelope).
+             * @constant
+             */
+            object: "list";
+            /** @description The page in OpenAI's model-list shape, one item per record of `models`. */
+            data: components["schemas"]["OpenAIModel"][];
             /** @description One page of model records. */
             models: components["schemas"]["ModelRecord"][];
             /** @description Matching records before paging. */

@@ -12,14 +12,12 @@ import * as messages from './messages.js';
 import * as tools from './tools.js';
 import * as hub from './hub.js';
 import * as partner from './partner.js';
+import * as catalog from './catalog.js';
+import * as models from './models.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issue 5)
   'createImage', 'createTranscription', 'createTranscriptionBase64',
-  // catalog (issue 6)
-  'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
-  'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
-  'compareModelAcrossGateways', 'getModel', 'listDeveloperModels', 'searchModels',
   // statistics, model health, status (issue 7)
   'getProviderStats', 'getGatewayStats', 'getGatewaysSummary', 'getProviderTopModels', 'getTrendingModels',
   'listModelHealth', 'getModelHealth', 'listUnhealthyModels', 'getModelHealthStats', 'getProviderHealthSummary',
@@ -40,4 +38,6 @@ export const handlers: Record<string, Handler> = {
   ...tools,
   ...hub,
   ...partner,
+  ...catalog,
+  ...models,
 };

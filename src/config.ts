@@ -52,6 +52,14 @@ export interface Config {
   hub: HubConfig;
   /** Partner token-catalog facade (src/facades/partner.ts). */
   partner: PartnerConfig;
+  /** Catalog discovery: re-fetch every configured gateway's model list this often (ms); 0 = never. */
+  catalogSyncIntervalMs: number;
+  /** Total time one gateway's model-list fetch may take (ms). */
+  catalogSyncTimeoutMs: number;
+  /** Catalog health and popularity (model_health, usage) reloaded into memory this often (ms); 0 = on demand only. */
+  catalogHealthRefreshMs: number;
+  /** Directory of the catalog seed files (gateways, providers, routers, models); the built-in seeds when unset. */
+  catalogSeedsDir?: string;
   env: Record<string, string | undefined>;
 }
 
@@ -223,6 +231,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cacheTtlMs: int(env, 'PARTNER_CACHE_TTL_MS', 60_000, 0),
       timeoutMs: int(env, 'PARTNER_TIMEOUT_MS', 10_000, 1),
     },
+    catalogSyncIntervalMs: int(env, 'CATALOG_SYNC_INTERVAL_MS', 3_600_000, 0),
+    catalogSyncTimeoutMs: int(env, 'CATALOG_SYNC_TIMEOUT_MS', 30_000, 1),
+    catalogHealthRefreshMs: int(env, 'CATALOG_HEALTH_REFRESH_MS', 15_000, 0),
+    catalogSeedsDir: env.CATALOG_SEEDS_DIR ? path.resolve(env.CATALOG_SEEDS_DIR) : undefined,
     env,
   };
 }

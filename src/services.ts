@@ -17,13 +17,20 @@ import { TavilyClient } from './tools/web-search.js';
 import { SearchService } from './tools/augment.js';
 import { HubFacade } from './facades/hub.js';
 import { PartnerFacade } from './facades/partner.js';
+import { Catalog } from './catalog/catalog.js';
+import { loadSeeds } from './catalog/seeds.js';
 
 export interface Services {
   startedAt: Date;
   /** Batched usage and health writes (flushed on stop). */
   recorder: Recorder;
   breakers: Breakers;
-  catalog: CatalogReader & Upstreams;
+  /** The model catalog (seeds + discovery + health): every catalog query, and the engine's resolver. */
+  catalog: Catalog;
+  /**
+   * What the engine resolves models with: the catalog, unless a test supplies a fixture (test/support/catalog.ts).
+   */
+  models: CatalogReader & Upstreams;
   engine: ChatEngine;
   /** Built-in tools: listing, validation, billed execution. */
   tools: ToolService;
@@ -34,28 +41,27 @@ export interface Services {
   partner: PartnerFacade;
 }
 
-/** `overrides` lets tests supply parts (e.g. a catalog built from fixtures). */
+/** `overrides` lets tests supply parts (e.g. `models`, a resolver built from fixtures). */
 export async function buildServices(config: Config, store: Store, logger: Logger, overrides: Partial<Services> = {}): Promise<Services> {
   const recorder = overrides.recorder ?? new Recorder(store, logger);
   recorder.start();
   const breakers = overrides.breakers ?? new Breakers();
-  const catalog = overrides.catalog ?? (await defaultCatalog(config, store, logger));
-  const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
+  const catalog = new Catalog({ config, logger, store, seeds: loadSeeds(config.catalogSeedsDir) });
+  catalog.setBreakerState((gateway) => breakers.gatewayState(gateway));
+  await catalog.start();
+  const models = overrides.models ?? catalog;
+  const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
   const search = new SearchService(tavily, config.tools, logger);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
-  return { startedAt: new Date(), recorder, breakers, catalog, engine, tools, search, hub, partner };
-}
-
-async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
-  // Replaced by the seeded catalog (src/catalog/) when it lands; until then no model resolves.
-  return { resolve: () => [], gateway: () => undefined, gateways: () => [], upstream: () => undefined };
+  return { startedAt: new Date(), recorder, breakers, catalog, models, engine, tools, search, hub, partner };
 }
 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
 export async function stopServices(services: Services): Promise<void> {
+  await services.catalog.stop();
   await services.recorder.stop();
   await closeAgents();
 }

@@ -16,6 +16,11 @@ export interface GatewayInfo {
   siteUrl: string;
   logoUrl: string;
   aliases: string[];
+  /**
+   * The key is optional (a local server): the gateway counts as configured when `<ID>_BASE_URL` is set, and
+   * the key, when given, is still sent.
+   */
+  keyOptional?: boolean;
 }
 
 /** One model as one gateway serves it. Prices are USD per token (null = unknown). */
@@ -44,8 +49,16 @@ export interface Offer {
 
 export interface CatalogReader {
   /**
-   * Offers that serve `model`: `gateway/model` (that gateway only), `developer/model` (canonical id, every
-   * gateway), or a bare id (matched against canonical and upstream ids). Empty when unknown.
+   * Offers that serve `model`, in the order the engine should try them (its failover list):
+   * - `developer/model` (canonical id): every gateway's offer. Checked first, so `openai/gpt-4o` means the
+   *   model on every gateway; pin one gateway with the request's `provider` instead.
+   * - `gateway/model` (gateway id or alias, then the upstream or canonical id): that gateway only.
+   * - a bare id (`gpt-4o`, `llama-3.3-70b-versatile`): matched against the model part of canonical ids and
+   *   against upstream ids; every offer of the matching canonical model(s).
+   * - `router:<mode>`: chat models of configured gateways, `router:<mode>/<model>`: that model's offers, both
+   *   ordered by the router mode (see GET /v1/routers; unknown mode → empty).
+   * Plain ids are ordered like `router:cheapest` (configured, active and healthy offers first, then by price).
+   * Empty when unknown.
    */
   resolve(model: string): Offer[];
   gateway(id: string): GatewayInfo | undefined;

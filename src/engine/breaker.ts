@@ -59,6 +59,19 @@ export class Breakers {
     this.entries.set(k, e);
   }
 
+  /** A gateway's worst breaker: open when any of its models' breakers is open, else half-open, else closed. */
+  gatewayState(gateway: string): BreakerState {
+    let worst: BreakerState = 'closed';
+    for (const k of this.entries.keys()) {
+      const [g, m] = k.split('\u0000');
+      if (g !== gateway) continue;
+      const st = this.state(g, m);
+      if (st === 'open') return 'open';
+      if (st === 'half_open') worst = 'half_open';
+    }
+    return worst;
+  }
+
   /** Every breaker that is not closed, for status pages and metrics. */
   snapshot(): Array<{ gateway: string; model: string; state: BreakerState; failures: number }> {
     return [...this.entries.entries()].map(([k, e]) => {

@@ -128,10 +128,44 @@ function initial(dialect: Dialect): Migration {
   };
 }
 
+/**
+ * The catalog's discovered model lists (one row per model an upstream listed at its last successful sync) and
+ * per-gateway sync state, so a restart serves the last known lists at once, even offline. Prices are
+ * decimal text exactly as the upstream published them (per token).
+ */
+function catalog(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('catalog_offers')
+        .addColumn('gateway', 'text', (c) => c.notNull())
+        .addColumn('upstream_model', 'text', (c) => c.notNull())
+        .addColumn('name', 'text')
+        .addColumn('description', 'text')
+        .addColumn('context_length', 'integer')
+        .addColumn('max_output_tokens', 'integer')
+        .addColumn('prompt_price', 'text')
+        .addColumn('completion_price', 'text')
+        .addColumn('extra', 'text')
+        .addColumn('synced_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('catalog_offers_pk', ['gateway', 'upstream_model'])
+        .execute();
+      await db.schema.createTable('catalog_sync')
+        .addColumn('gateway', 'text', (c) => c.primaryKey())
+        .addColumn('last_sync', 'bigint')
+        .addColumn('last_attempt', 'bigint')
+        .addColumn('model_count', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      for (const t of ['catalog_sync', 'catalog_offers']) await sql`drop table if exists ${sql.table(t)}`.execute(db);
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(dialect) };
+      return { '0001_initial': initial(dialect), '0002_catalog': catalog() };
     },
   };
 }

@@ -118,6 +118,28 @@ export interface ModelHealthHistoryTable {
   source: string;
 }
 
+export interface CatalogOffersTable {
+  gateway: string;
+  upstream_model: string;
+  name: string | null;
+  description: string | null;
+  context_length: number | null;
+  max_output_tokens: number | null;
+  /** USD per token as decimal text, as published; null when the upstream does not publish prices. */
+  prompt_price: string | null;
+  completion_price: string | null;
+  /** JSON of further facts the upstream listed (modalities, capabilities), or null. */
+  extra: string | null;
+  synced_at: number;
+}
+
+export interface CatalogSyncTable {
+  gateway: string;
+  last_sync: number | null;
+  last_attempt: number | null;
+  model_count: number;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -129,4 +151,6 @@ export interface Database {
   usage_records: UsageRecordsTable;
   model_health: ModelHealthTable;
   model_health_history: ModelHealthHistoryTable;
+  catalog_offers: CatalogOffersTable;
+  catalog_sync: CatalogSyncTable;
 }

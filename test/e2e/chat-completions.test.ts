@@ -45,7 +45,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
         offer('fireworks', 'sim/echo', 'test/unconfigured'),
       ],
     });
-    gateway = await startTestGateway({ services: { catalog } });
+    gateway = await startTestGateway({ services: { models: catalog } });
     server = gateway.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;

@@ -36,6 +36,8 @@ export async function startTestGateway(opts: { dialect?: TestDialect; env?: Reco
     VALIDATE_RESPONSES: 'true',
     // hub and partner facades talk to a local empty upstream unless a test brings its own
     ...(await quietUpstreamEnv()),
+    // No background model-list fetches in tests; a test that wants one calls services.catalog.syncNow().
+    CATALOG_SYNC_INTERVAL_MS: '0',
     ...opts.env,
   });
   config.database = configFor(opts.dialect ?? 'sqlite');
