@@ -13,6 +13,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -55,6 +56,15 @@ function runTs(script: string, args: string[], env: Record<string, string>): Pro
     c.stdout.on('data', (d) => (out += d));
     c.stderr.on('data', (d) => (err += d));
     c.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${script} ${args.join(' ')}: ${err}`))));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
   });
 }
 
@@ -152,8 +162,17 @@ async function benchGateway(label: string, env: Record<string, string>, simUrl: 
   log(`${label}: creating a funded key`);
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
   log(`${label}: starting the gateway`);
-  const gw = await startTs('src/main.ts', [], { ...baseEnv, HOST: '127.0.0.1', PORT: '0' }, /listening on http:\/\/[^:]+:(\d+)/);
-  const url = `http://127.0.0.1:${gw.match[1]}`;
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  const gw = { child };
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await request(`${url}/health`, { dispatcher }).then((r) => r.body.text().then(() => r.statusCode === 200), () => false);
+    if (ok) break;
+    if (i > 300) throw new Error('gateway did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
   // The model must be known to the catalog (discovered from the simulator's model list).
   for (let i = 0; i < 100; i++) {
     const r = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: chatBody(MODEL, false) });

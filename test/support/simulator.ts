@@ -39,6 +39,9 @@
  *   Anthropic `thinking: {type:"enabled"}` and Gemini `thinkingConfig.includeThoughts` add a reasoning block
  *   `Thinking about: <last user text>` before the answer, with any model.
  *
+ * The model list (GET models) names the fixed behaviours plus the benchmark's sim/chunks-20 and sim/slow-4000ms;
+ * any other parametric name works when asked for directly.
+ *
  * Token counting (deterministic):
  *   prompt tokens     = sum over messages (system included) of ceil(characters / 4), where a message's text is
  *                       its text parts and tool-result texts joined with "\n" (images and tool-call arguments

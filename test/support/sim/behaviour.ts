@@ -24,7 +24,7 @@ export type Behaviour =
 /** The models every list endpoint reports (any other name also works and behaves as `sim/echo`). */
 export const SIM_MODELS = [
   'sim/echo', 'sim/slow-200ms', 'sim/error-429', 'sim/error-500', 'sim/flaky-2', 'sim/stream-break', 'sim/tool-call',
-  'sim/chunks-5', 'sim/keepalive', 'sim/usage-with-choices', 'sim/cached', 'sim/json', 'sim/malformed', 'sim/hang',
+  'sim/chunks-5', 'sim/chunks-20', 'sim/slow-4000ms', 'sim/keepalive', 'sim/usage-with-choices', 'sim/cached', 'sim/json', 'sim/malformed', 'sim/hang',
   'sim/stop-seq', 'sim/length',
 ];
 
