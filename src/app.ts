@@ -19,6 +19,7 @@ import { loadSpec, type SpecDocument } from './spec.js';
 import { coerceFormBody } from './forms.js';
 import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
+import { installFastRouter } from './router.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -157,6 +158,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     });
   }
   await api.init();
+  installFastRouter(api);
 
   const app = express();
   app.disable('x-powered-by');

@@ -34,6 +34,32 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * Kysely prepares every statement on every execution; preparing costs more than running the small statements of
+ * the request path (credit hold and settle). Statements are cached by their SQL text — Kysely's compiled SQL uses
+ * placeholders, so the set is small and bounded by the code, not by the data.
+ */
+function withStatementCache(database: SQLite.Database): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = database.prepare.bind(database);
+  return new Proxy(database, {
+    get(target, prop, receiver) {
+      if (prop === 'prepare') {
+        return (sql: string) => {
+          let stmt = cache.get(sql);
+          if (!stmt) {
+            stmt = prepare(sql);
+            if (cache.size < 2000) cache.set(sql, stmt);
+          }
+          return stmt;
+        };
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  });
+}
+
 function sqliteDb(file: string): Kysely<Database> {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const database = new SQLite(file);
@@ -41,7 +67,7 @@ function sqliteDb(file: string): Kysely<Database> {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
 }
 
 async function postgresDb(url: string, schema?: string): Promise<Kysely<Database>> {
