@@ -67,7 +67,8 @@ export interface paths {
          *     answer and stream events come back as they are, with `model` naming the catalog model.
          *
          *     The key may be sent as `Authorization: Bearer` or as `x-api-key` (what the Anthropic SDK sends). The
-         *     `anthropic-version` and `anthropic-beta` headers are accepted and not required.
+         *     `anthropic-version` and `anthropic-beta` headers are accepted and not required; `anthropic-beta` is sent on
+         *     to an Anthropic upstream with the native body (other upstreams ignore it).
          *
          *     With `stream: true` the answer is a server-sent event stream in the Anthropic shape: each event is
          *     `event: <name>` plus `data: <JSON>` whose `type` equals the event name. Order: `message_start` (the
