@@ -61,18 +61,24 @@ export interface paths {
          * @description The same chat pipeline as `POST /v1/chat/completions` (routing, failover, credits) behind the Anthropic
          *     Messages wire format, so the official Anthropic SDKs work against the gateway. Any catalog model can be
          *     used, not only Anthropic ones: the request is mapped to the internal request and the reply back to an
-         *     Anthropic `message`.
+         *     Anthropic `message`. When the serving upstream is Anthropic itself, the client's body goes there as it
+         *     came (only `model`, `stream` and the gateway's own fields `provider`, `router_provider`,
+         *     `router_virtual_key` change), so `top_k`, `cache_control`, `thinking` and newer fields are kept, and its
+         *     answer and stream events come back as they are, with `model` naming the catalog model.
          *
          *     The key may be sent as `Authorization: Bearer` or as `x-api-key` (what the Anthropic SDK sends). The
-         *     `anthropic-version` and `anthropic-beta` headers are accepted and not required.
+         *     `anthropic-version` and `anthropic-beta` headers are accepted and not required; `anthropic-beta` is sent on
+         *     to an Anthropic upstream with the native body (other upstreams ignore it).
          *
          *     With `stream: true` the answer is a server-sent event stream in the Anthropic shape: each event is
          *     `event: <name>` plus `data: <JSON>` whose `type` equals the event name. Order: `message_start` (the
-         *     message with empty `content`, `stop_reason: null` and the input token usage); for every content block
+         *     message with empty `content`, `stop_reason: null` and the input token usage — `0` when the upstream is
+         *     not Anthropic, as other formats report usage only at the end); for every content block
          *     `content_block_start` (with the block's empty skeleton), any number of `content_block_delta`
          *     (`text_delta` for text, `input_json_delta` with `partial_json` pieces for tool_use input,
          *     `thinking_delta` and `signature_delta` for thinking), then `content_block_stop`; then `message_delta`
-         *     (the `stop_reason`, `stop_sequence` and the final `usage.output_tokens`) and `message_stop`. `ping` events
+         *     (the `stop_reason`, `stop_sequence` and the final `usage`: `output_tokens`, and `input_tokens` with the
+         *     cache counts when the upstream is not Anthropic) and `message_stop`. `ping` events
          *     may appear anywhere. An upstream failure after the stream has started is one `error` event
          *     (`AnthropicError`) after which the stream ends.
          *
@@ -2104,10 +2110,12 @@ export interface components {
             /** @description Generated content blocks, in order. */
             content: (components["schemas"]["AnthropicTextBlock"] | components["schemas"]["AnthropicToolUseBlock"] | components["schemas"]["AnthropicThinkingBlock"] | components["schemas"]["AnthropicRedactedThinkingBlock"])[];
             /**
-             * @description Why generation stopped; null only in the `message_start` stream event.
+             * @description Why generation stopped; null only in the `message_start` stream event. `pause_turn` and
+             *     `model_context_window_exceeded` come only from Anthropic upstreams (passed through); `refusal` also
+             *     stands for another upstream's content filter.
              * @enum {string|null}
              */
-            stop_reason: "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | null;
+            stop_reason: "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "pause_turn" | "refusal" | "model_context_window_exceeded" | null;
             /** @description The stop sequence that matched, else null. */
             stop_sequence: string | null;
             usage: components["schemas"]["AnthropicUsage"];
@@ -2202,10 +2210,10 @@ export interface components {
             /** @description Final stop information. */
             delta: {
                 /**
-                 * @description Why generation stopped.
+                 * @description Why generation stopped (the values of `AnthropicMessage.stop_reason`).
                  * @enum {string|null}
                  */
-                stop_reason: "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | null;
+                stop_reason: "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "pause_turn" | "refusal" | "model_context_window_exceeded" | null;
                 /** @description The matched stop sequence. */
                 stop_sequence: string | null;
             };

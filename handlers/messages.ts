@@ -8,13 +8,15 @@ import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
 
 export const createMessage: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
-  const req = parseMessagesRequest(ctx.body);
+  const beta = ctx.req.headers['anthropic-beta'];
+  const req = parseMessagesRequest(ctx.body, Array.isArray(beta) ? beta.join(',') : beta);
   const abort = clientGone(ctx.res);
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'messages', pinGateway: ctx.body.provider, signal: abort.signal };
 
   if (!req.stream) {
     const { result, served } = await engine.complete(req, call);
-    const message = result.anthropicMessage ? { ...result.anthropicMessage } : toAnthropicMessage(result, served.offer.modelId);
+    // A native answer is the upstream's own message; only `model` is renamed to the catalog id, as everywhere.
+    const message = result.anthropicMessage ? { ...result.anthropicMessage, model: served.offer.modelId } : toAnthropicMessage(result, served.offer.modelId);
     return {
       body: { ...message, gateway_usage: gatewayUsage(served) },
       headers: { 'X-Gateway-Provider': served.offer.gateway, 'X-Gateway-Model': served.offer.upstreamModel },

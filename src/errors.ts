@@ -47,6 +47,7 @@ export function anthropicErrorType(status: number): string {
   if (status === 413) return 'request_too_large';
   if (status === 429) return 'rate_limit_error';
   if (status === 529 || status === 503) return 'overloaded_error';
+  if (status === 504) return 'timeout_error';
   return 'api_error';
 }
 

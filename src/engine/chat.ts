@@ -147,6 +147,8 @@ export class ChatEngine {
       if (!breakers.allow(offer.gateway, offer.modelId)) continue;
       const tries = i === offers.length - 1 ? 2 : 1;
       for (let t = 0; t < tries && attempts < config.maxAttempts; t++) {
+        // A breaker the previous try just opened (or a failed half-open trial) stops the retry as well.
+        if (t > 0 && !breakers.allow(offer.gateway, offer.modelId)) break;
         attempts++;
         const startedAt = Date.now();
         try {

@@ -82,6 +82,8 @@ export interface ChatRequest {
   extra: Record<string, unknown>;
   /** The client's original Anthropic Messages body, for a native pass-through when the upstream is Anthropic. */
   anthropicBody?: Record<string, unknown>;
+  /** The client's `anthropic-beta` header, sent along with a native pass-through (the body may rely on a beta). */
+  anthropicBeta?: string;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

@@ -19,7 +19,8 @@ function imagePart(b: Block): ContentPart {
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.filter((b: Block) => b?.type === 'text').map((b: Block) => b.text).join('');
+  // Separate blocks stay separate words (a system-reminder block before the user's text must not glue onto it).
+  if (Array.isArray(content)) return content.filter((b: Block) => b?.type === 'text').map((b: Block) => b.text).join('\n');
   return '';
 }
 
@@ -46,7 +47,7 @@ function mapMessage(m: Block, i: number): Message[] {
   }
   if (parts.length || toolCalls.length || thinking.length || !out.length) {
     const onlyText = parts.every((p) => p.type === 'text');
-    const msg: Message = { role: m.role, content: parts.length ? (onlyText ? parts.map((p) => (p as { text: string }).text).join('') : parts) : m.role === 'assistant' ? null : '' };
+    const msg: Message = { role: m.role, content: parts.length ? (onlyText ? parts.map((p) => (p as { text: string }).text).join('\n') : parts) : m.role === 'assistant' ? null : '' };
     if (toolCalls.length) msg.toolCalls = toolCalls;
     if (thinking.length) msg.thinking = thinking;
     out.push(msg);
@@ -54,13 +55,14 @@ function mapMessage(m: Block, i: number): Message[] {
   return out;
 }
 
-export function parseMessagesRequest(body: Record<string, any>): ChatRequest {
+/** `beta`: the client's `anthropic-beta` header, kept for a native pass-through. */
+export function parseMessagesRequest(body: Record<string, any>, beta?: string): ChatRequest {
   const messages: Message[] = [];
   if (body.system) messages.push({ role: 'system', content: typeof body.system === 'string' ? body.system : textOf(body.system) });
   (body.messages as Block[]).forEach((m, i) => messages.push(...mapMessage(m, i)));
   const req: ChatRequest = {
     model: body.model, messages, stream: body.stream === true, includeUsage: true, maxTokens: body.max_tokens,
-    extra: {}, anthropicBody: body,
+    extra: {}, anthropicBody: body, ...(beta ? { anthropicBeta: beta } : {}),
   };
   if (typeof body.temperature === 'number') req.temperature = body.temperature;
   if (typeof body.top_p === 'number') req.topP = body.top_p;
@@ -85,6 +87,8 @@ export function stopReason(f: FinishReason, stopSequence: string | null | undefi
   if (f === 'length') return 'max_tokens';
   if (f === 'tool_calls') return 'tool_use';
   if (f === 'stop' && stopSequence) return 'stop_sequence';
+  // Another upstream's content filter is what Anthropic calls a refusal.
+  if (f === 'content_filter') return 'refusal';
   return 'end_turn';
 }
 
@@ -150,7 +154,9 @@ export class AnthropicEventWriter {
   write(e: StreamEvent): string {
     if (e.type === 'anthropic_raw') {
       this.raw = true;
-      return sseData(JSON.stringify(e.data), e.event);
+      // Forwarded as it came, except that the message names the catalog model (as a translated stream does).
+      const data = e.event === 'message_start' && e.data.message ? { ...e.data, message: { ...(e.data.message as object), model: this.model } } : e.data;
+      return sseData(JSON.stringify(data), e.event);
     }
     if (this.raw) return '';
     switch (e.type) {

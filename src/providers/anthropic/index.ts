@@ -22,6 +22,7 @@ function post(req: ChatRequest, target: Target, signal: AbortSignal, stream: boo
       accept: stream ? 'text/event-stream' : 'application/json',
       'x-api-key': target.apiKey,
       'anthropic-version': ANTHROPIC_VERSION,
+      ...(req.anthropicBody && req.anthropicBeta ? { 'anthropic-beta': req.anthropicBeta } : {}),
     },
     body: JSON.stringify(body),
     signal,
