@@ -37,7 +37,7 @@ export async function startE2E(opts: {
     gateways: Object.entries(opts.gateways).map(([id, format]) => ({ ...gw(id, format), url: format === 'openai' ? `${sim.url}/v1` : sim.url, key: SIM_KEY })),
     offers: opts.offers,
   });
-  const gateway = await startTestGateway({ dialect: opts.dialect, env: opts.env, services: { catalog, ...opts.services } });
+  const gateway = await startTestGateway({ dialect: opts.dialect, env: opts.env, services: { models: catalog, ...opts.services } });
   const server = gateway.app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
