@@ -52,6 +52,8 @@ export interface Config {
   hub: HubConfig;
   /** Partner token-catalog facade (src/facades/partner.ts). */
   partner: PartnerConfig;
+  /** Image generation and transcription (src/media/). */
+  media: MediaConfig;
   env: Record<string, string | undefined>;
 }
 
@@ -87,6 +89,17 @@ export interface PartnerConfig {
   apiKey?: string;
   cacheTtlMs: number;
   timeoutMs: number;
+}
+
+export interface MediaConfig {
+  /** The image model used when a request names none (IMAGE_DEFAULT_MODEL). */
+  defaultImageModel: string;
+  /**
+   * The Google Vertex endpoint provider (image gateway `google`): `POST {base}/v1/projects/{p}/locations/{l}/
+   * endpoints/{e}:predict` with `Authorization: Bearer {accessToken}`. `{location}` in the base is replaced by
+   * the request's location. Without a token the provider is not configured.
+   */
+  vertex: { baseUrl: string; accessToken?: string; project?: string; location: string; endpointId?: string };
 }
 
 function int(env: Record<string, string | undefined>, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -157,6 +170,21 @@ function toolsConfig(env: Record<string, string | undefined>): ToolsConfig {
   };
 }
 
+function mediaConfig(env: Record<string, string | undefined>): MediaConfig {
+  const base = env.GOOGLE_VERTEX_BASE_URL;
+  if (base && !/^https?:\/\/[^/?#]+/.test(base)) throw new ConfigError('GOOGLE_VERTEX_BASE_URL', `must be an http(s) URL, got "${base}"`);
+  return {
+    defaultImageModel: env.IMAGE_DEFAULT_MODEL || 'dall-e-3',
+    vertex: {
+      baseUrl: (base || 'https://{location}-aiplatform.googleapis.com').replace(/\/+$/, ''),
+      accessToken: env.GOOGLE_VERTEX_ACCESS_TOKEN || undefined,
+      project: env.GOOGLE_VERTEX_PROJECT || undefined,
+      location: env.GOOGLE_VERTEX_LOCATION || 'us-central1',
+      endpointId: env.GOOGLE_VERTEX_ENDPOINT_ID || undefined,
+    },
+  };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -223,6 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cacheTtlMs: int(env, 'PARTNER_CACHE_TTL_MS', 60_000, 0),
       timeoutMs: int(env, 'PARTNER_TIMEOUT_MS', 10_000, 1),
     },
+    media: mediaConfig(env),
     env,
   };
 }
