@@ -12,10 +12,9 @@ import * as messages from './messages.js';
 import * as tools from './tools.js';
 import * as hub from './hub.js';
 import * as partner from './partner.js';
+import * as media from './media.js';
 
 export const NOT_IMPLEMENTED = [
-  // chat and generation (issue 5)
-  'createImage', 'createTranscription', 'createTranscriptionBase64',
   // catalog (issue 6)
   'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
   'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
@@ -40,4 +39,5 @@ export const handlers: Record<string, Handler> = {
   ...tools,
   ...hub,
   ...partner,
+  ...media,
 };

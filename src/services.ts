@@ -17,6 +17,7 @@ import { TavilyClient } from './tools/web-search.js';
 import { SearchService } from './tools/augment.js';
 import { HubFacade } from './facades/hub.js';
 import { PartnerFacade } from './facades/partner.js';
+import { MediaService } from './media/index.js';
 
 export interface Services {
   startedAt: Date;
@@ -32,6 +33,8 @@ export interface Services {
   /** Model-hub and partner catalog facades (cached upstream clients). */
   hub: HubFacade;
   partner: PartnerFacade;
+  /** Image generation and audio transcription (src/media/), billed and routed like chat. */
+  media: MediaService;
 }
 
 /** `overrides` lets tests supply parts (e.g. a catalog built from fixtures). */
@@ -46,7 +49,8 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const search = new SearchService(tavily, config.tools, logger);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
-  return { startedAt: new Date(), recorder, breakers, catalog, engine, tools, search, hub, partner };
+  const media = new MediaService({ config, store, logger, recorder, engine, catalog });
+  return { startedAt: new Date(), recorder, breakers, catalog, engine, tools, search, hub, partner, media };
 }
 
 async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
