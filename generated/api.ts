@@ -106,9 +106,14 @@ export interface paths {
          * @description Generates `n` images for `prompt` (OpenAI images wire format). The upstream is selected by `model` and,
          *     when given, `provider` (a gateway id). The cloud-endpoint provider also needs
          *     `google_project_id`, `google_location` and `google_endpoint_id` (or their configured defaults).
-         *     Credits are held for `n` images at the model's per-image price (by `size` and `quality`) and settled after
-         *     the upstream answers; a failed request costs nothing. A prompt that breaks the usage policy is refused and,
-         *     with `log_security_violations`, recorded in the security log.
+         *     Credits are held for `n` images at the model's per-image price (by `size` and `quality`) and settled for
+         *     the images returned; a failed request costs nothing. The catalog's per-image price is for one image of up to
+         *     1024x1024 at the model's standard quality; an image costs that price x max(1, width x height / 1024²) x the
+         *     quality's factor (e.g. `hd` 2x for DALL·E 3; `low`/`medium`/`high` ¼x/1x/4x for GPT image models).
+         *     `size`, `n` and `quality` must suit the model (400 naming what it supports). Whatever the upstream returns,
+         *     the answer follows `response_format` (an upstream without URLs answers `url` with a `data:` URL).
+         *     A prompt the upstream refuses (usage policy) is a 400 and, with `log_security_violations`, recorded in the
+         *     security log.
          */
         post: operations["createImage"];
         delete?: never;
@@ -129,10 +134,13 @@ export interface paths {
         /**
          * Transcribe an uploaded audio file
          * @description Transcribes the uploaded audio (multipart upload, OpenAI audio wire format). Supported formats, recognised
-         *     by the file name's extension or content type: flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav, webm.
-         *     Billing is per minute of audio at the model's rate; credits are checked before and deducted only after a
-         *     successful transcription. The answer is always JSON: for `response_format` `text`, `srt` or `vtt` the
-         *     transcript in that format is the `text` field.
+         *     by the file's content (its first bytes), not its name: flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav, webm.
+         *     The upload is read as a stream and refused with 413 as soon as it passes the upload limit.
+         *     Billing is per minute of audio at the model's rate, for the duration the file states (else the one the
+         *     upstream reports, else an estimate from the size at 128 kbit/s; `gateway_usage.duration_source` says
+         *     which); credits are checked before and deducted only after a successful transcription. The answer is
+         *     always JSON: for `response_format` `text`, `srt` or `vtt` the transcript in that format is the `text`
+         *     field.
          */
         post: operations["createTranscription"];
         delete?: never;
@@ -153,8 +161,9 @@ export interface paths {
         /**
          * Transcribe base64 audio sent as a URL-encoded form
          * @description Same as `POST /v1/audio/transcriptions`, for browser capture: the audio arrives as a raw base64 string
-         *     (no `data:` URL prefix) in the `audio_data` form field. The format is taken from `filename`'s extension
-         *     (default `recording.webm`); supported: flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav, webm. Billing and the
+         *     (no `data:` URL prefix) in the `audio_data` form field. A `data:` prefix or anything that is not base64
+         *     is a 422 naming `audio_data`. The format is recognised by content (supported: flac, m4a, mp3, mp4, mpeg,
+         *     mpga, ogg, wav, webm); `filename` (default `recording.webm`) names the file upstream. Billing and the
          *     answer are as for the multipart operation.
          */
         post: operations["createTranscriptionBase64"];
@@ -2390,6 +2399,8 @@ export interface components {
              * @enum {string}
              */
             response_format: "json" | "text" | "srt" | "verbose_json" | "vtt";
+            /** @description Upstream gateway id; derived from `model` when absent. */
+            provider?: string;
         };
         /** @description The transcript plus what the gateway charged. For `text`, `srt` and `vtt` formats the whole transcript in that format is `text`. */
         TranscriptionResponse: {
@@ -2447,6 +2458,11 @@ export interface components {
             model: string;
             /** @description Billed audio duration in seconds. */
             duration_seconds: number;
+            /**
+             * @description Where the billed duration came from - the file itself, the upstream's report, or the file's size at 128 kbit/s.
+             * @enum {string}
+             */
+            duration_source: "file" | "upstream" | "size_estimate";
             /** @description Credits charged in USD (duration in minutes x the model's per-minute rate). */
             cost_usd: number;
             /** @description Time of the upstream call in ms. */
@@ -4556,7 +4572,7 @@ export interface operations {
                     "application/json": components["schemas"]["TranscriptionResponse"];
                 };
             };
-            /** @description `audio_data` is not valid base64 (a data-URL prefix is invalid), decodes to nothing, or the format is not supported (supported: flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav, webm). */
+            /** @description `audio_data` decodes to nothing, or the format is not supported (supported: flac, m4a, mp3, mp4, mpeg, mpga, ogg, wav, webm), or the model cannot transcribe. */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -14,10 +14,9 @@ import * as hub from './hub.js';
 import * as partner from './partner.js';
 import * as catalog from './catalog.js';
 import * as models from './models.js';
+import * as media from './media.js';
 
 export const NOT_IMPLEMENTED = [
-  // chat and generation (issue 5)
-  'createImage', 'createTranscription', 'createTranscriptionBase64',
   // statistics, model health, status (issue 7)
   'getProviderStats', 'getGatewayStats', 'getGatewaysSummary', 'getProviderTopModels', 'getTrendingModels',
   'listModelHealth', 'getModelHealth', 'listUnhealthyModels', 'getModelHealthStats', 'getProviderHealthSummary',
@@ -40,4 +39,5 @@ export const handlers: Record<string, Handler> = {
   ...partner,
   ...catalog,
   ...models,
+  ...media,
 };

@@ -20,6 +20,7 @@ import { coerceFormBody } from './forms.js';
 import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
 import { installFastRouter } from './router.js';
+import { transcriptionBodies } from './media/upload.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -106,7 +107,9 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     },
   });
 
-  const authenticate = async (c: Context, req: Request, res: Response): Promise<boolean> => {
+  // Also called before openapi-backend by the upload parser (src/media/upload.ts), which reads no upload
+  // without a valid key; the result is cached for the request.
+  const authenticate = async (req: Request, res: Response): Promise<boolean> => {
     const locals = res.locals as Locals;
     if (!locals.authChecked) {
       locals.authChecked = true;
@@ -114,8 +117,8 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     }
     return !!locals.principal;
   };
-  api.registerSecurityHandler('bearerAuth', authenticate);
-  api.registerSecurityHandler('apiKeyHeader', authenticate);
+  api.registerSecurityHandler('bearerAuth', (_c: Context, req: Request, res: Response) => authenticate(req, res));
+  api.registerSecurityHandler('apiKeyHeader', (_c: Context, req: Request, res: Response) => authenticate(req, res));
 
   api.register({
     unauthorizedHandler: (_c: Context, req: Request, res: Response) => sendError(req, res, unauthorized(), logger),
@@ -180,6 +183,9 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
     next();
   });
+  // Transcription bodies (multipart streamed with busboy, base64 forms up to the upload limit) before the
+  // generic parsers; their fields are then validated by the spec like any body.
+  app.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));
   app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
   // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a

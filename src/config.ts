@@ -60,6 +60,8 @@ export interface Config {
   catalogHealthRefreshMs: number;
   /** Directory of the catalog seed files (gateways, providers, routers, models); the built-in seeds when unset. */
   catalogSeedsDir?: string;
+  /** Image generation and transcription (src/media/). */
+  media: MediaConfig;
   env: Record<string, string | undefined>;
 }
 
@@ -95,6 +97,17 @@ export interface PartnerConfig {
   apiKey?: string;
   cacheTtlMs: number;
   timeoutMs: number;
+}
+
+export interface MediaConfig {
+  /** The image model used when a request names none (IMAGE_DEFAULT_MODEL). */
+  defaultImageModel: string;
+  /**
+   * The Google Vertex endpoint provider (image gateway `google`): `POST {base}/v1/projects/{p}/locations/{l}/
+   * endpoints/{e}:predict` with `Authorization: Bearer {accessToken}`. `{location}` in the base is replaced by
+   * the request's location. Without a token the provider is not configured.
+   */
+  vertex: { baseUrl: string; accessToken?: string; project?: string; location: string; endpointId?: string };
 }
 
 function int(env: Record<string, string | undefined>, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -162,6 +175,21 @@ function toolsConfig(env: Record<string, string | undefined>): ToolsConfig {
     priceTtsPer1kCharsUsd: num(env, 'TOOL_PRICE_TTS_PER_1K_CHARS', 0.015, 0, 100),
     guestAugmentPerMinute: int(env, 'GUEST_AUGMENT_PER_MINUTE', 10, 0),
     keyAugmentPerMinute: int(env, 'KEY_AUGMENT_PER_MINUTE', 60, 0),
+  };
+}
+
+function mediaConfig(env: Record<string, string | undefined>): MediaConfig {
+  const base = env.GOOGLE_VERTEX_BASE_URL;
+  if (base && !/^https?:\/\/[^/?#]+/.test(base)) throw new ConfigError('GOOGLE_VERTEX_BASE_URL', `must be an http(s) URL, got "${base}"`);
+  return {
+    defaultImageModel: env.IMAGE_DEFAULT_MODEL || 'dall-e-3',
+    vertex: {
+      baseUrl: (base || 'https://{location}-aiplatform.googleapis.com').replace(/\/+$/, ''),
+      accessToken: env.GOOGLE_VERTEX_ACCESS_TOKEN || undefined,
+      project: env.GOOGLE_VERTEX_PROJECT || undefined,
+      location: env.GOOGLE_VERTEX_LOCATION || 'us-central1',
+      endpointId: env.GOOGLE_VERTEX_ENDPOINT_ID || undefined,
+    },
   };
 }
 
@@ -235,6 +263,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalogSyncTimeoutMs: int(env, 'CATALOG_SYNC_TIMEOUT_MS', 30_000, 1),
     catalogHealthRefreshMs: int(env, 'CATALOG_HEALTH_REFRESH_MS', 15_000, 0),
     catalogSeedsDir: env.CATALOG_SEEDS_DIR ? path.resolve(env.CATALOG_SEEDS_DIR) : undefined,
+    media: mediaConfig(env),
     env,
   };
 }

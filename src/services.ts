@@ -19,6 +19,7 @@ import { HubFacade } from './facades/hub.js';
 import { PartnerFacade } from './facades/partner.js';
 import { Catalog } from './catalog/catalog.js';
 import { loadSeeds } from './catalog/seeds.js';
+import { MediaService } from './media/index.js';
 
 export interface Services {
   startedAt: Date;
@@ -39,6 +40,8 @@ export interface Services {
   /** Model-hub and partner catalog facades (cached upstream clients). */
   hub: HubFacade;
   partner: PartnerFacade;
+  /** Image generation and audio transcription (src/media/), billed and routed like chat. */
+  media: MediaService;
 }
 
 /** `overrides` lets tests supply parts (e.g. `models`, a resolver built from fixtures). */
@@ -56,7 +59,8 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const search = new SearchService(tavily, config.tools, logger);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
-  return { startedAt: new Date(), recorder, breakers, catalog, models, engine, tools, search, hub, partner };
+  const media = new MediaService({ config, store, logger, recorder, engine, catalog: models });
+  return { startedAt: new Date(), recorder, breakers, catalog, models, engine, tools, search, hub, partner, media };
 }
 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */

@@ -67,9 +67,9 @@ export const gatewayUsage = (s: Served) => ({
   cached: false,
 });
 
-type Outcome = 'success' | 'error' | 'timeout' | 'rate_limited' | 'cancelled';
+export type Outcome = 'success' | 'error' | 'timeout' | 'rate_limited' | 'cancelled';
 
-const outcomeOf = (e: UpstreamError): Outcome => (e.kind === 'timeout' ? 'timeout' : e.kind === 'rate_limited' ? 'rate_limited' : 'error');
+export const outcomeOf = (e: UpstreamError): Outcome => (e.kind === 'timeout' ? 'timeout' : e.kind === 'rate_limited' ? 'rate_limited' : 'error');
 
 /** An UpstreamError as the client sees it: the provider's 4xx keep their meaning, the rest are 502/504. */
 export function clientError(e: UpstreamError): ApiError {
@@ -135,9 +135,11 @@ export class ChatEngine {
 
   /**
    * Calls `fn` on candidates in order until one succeeds. Each candidate gets one try, the last one up to two
-   * (backoff with jitter, honouring a short Retry-After); at most `maxAttempts` calls in all.
+   * (backoff with jitter, honouring a short Retry-After); at most `maxAttempts` calls in all. Shared with the
+   * media service (src/media/), whose upstreams may live elsewhere than the chat endpoint: hence `targetOf`.
    */
-  private async tryCandidates<T>(offers: Offer[], ctx: CallContext, fn: (offer: Offer, target: Target) => Promise<T>):
+  async tryCandidates<T>(offers: Offer[], ctx: CallContext, fn: (offer: Offer, target: Target) => Promise<T>,
+    targetOf: (offer: Offer) => Target = (o) => this.target(o)):
     Promise<{ value: T; offer: Offer; attempts: number; startedAt: number }> {
     const { breakers, config } = this.d;
     let attempts = 0;
@@ -152,7 +154,7 @@ export class ChatEngine {
         attempts++;
         const startedAt = Date.now();
         try {
-          const value = await fn(offer, this.target(offer));
+          const value = await fn(offer, targetOf(offer));
           return { value, offer, attempts, startedAt };
         } catch (err) {
           if (ctx.signal.aborted) throw err;
@@ -171,7 +173,7 @@ export class ChatEngine {
   }
 
   /** One passive health observation (skipped for the client's own bad requests), and the breaker's count. */
-  private observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false) {
+  observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false) {
     if (clientFault || status === 'cancelled') return;
     if (ok) this.d.breakers.success(offer.gateway, offer.modelId);
     else this.d.breakers.failure(offer.gateway, offer.modelId);

@@ -3,6 +3,7 @@
  * idle timeouts, and one mapping from transport failures and HTTP statuses to UpstreamError.
  */
 import { Agent, request, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
 import { UpstreamError } from '../engine/types.js';
 
 export interface Timeouts {
@@ -44,7 +45,8 @@ export async function send(
   init: {
     method?: string;
     headers: Record<string, string>;
-    body?: string | Buffer | Uint8Array;
+    /** A Readable streams (multipart uploads); the caller then sets `content-length`. */
+    body?: string | Buffer | Uint8Array | Readable;
     signal: AbortSignal;
     timeouts: Timeouts;
     /** Maps a non-2xx answer when the provider's error body says more than its status (default statusError). */

@@ -41,3 +41,23 @@ export function fixtureCatalog(opts: { gateways: Array<GatewayInfo & { url?: str
     },
   };
 }
+
+/** An image model: `perImage` USD per 1024x1024 image, image output only. */
+export function imageOffer(gateway: string, upstreamModel: string, modelId: string, perImage = 0.04): Offer {
+  return offer(gateway, upstreamModel, modelId, {
+    pricing: { prompt: null, completion: null, cacheRead: null, cacheWrite: null, image: perImage, audioPerMinute: null },
+    contextLength: null, maxOutputTokens: null,
+    capabilities: { tools: false, vision: false, reasoning: false, jsonMode: false, streaming: false },
+    modalities: { input: ['text'], output: ['image'] },
+  });
+}
+
+/** A transcription model: `perMinute` USD per minute of audio, audio in and text out. */
+export function audioOffer(gateway: string, upstreamModel: string, modelId: string, perMinute = 0.006): Offer {
+  return offer(gateway, upstreamModel, modelId, {
+    pricing: { prompt: null, completion: null, cacheRead: null, cacheWrite: null, image: null, audioPerMinute: perMinute },
+    contextLength: null, maxOutputTokens: null,
+    capabilities: { tools: false, vision: false, reasoning: false, jsonMode: false, streaming: false },
+    modalities: { input: ['audio'], output: ['text'] },
+  });
+}

@@ -12,6 +12,8 @@
  *     (how the official SDK 1.x sends it).
  *   Gemini: POST /v1beta/models/{model}:generateContent and :streamGenerateContent (?alt=sse), also under /v1;
  *     GET /v1beta/models. Key in `x-goog-api-key` or `?key=`.
+ *   Vertex AI (images): POST /v1/projects/{p}/locations/{l}/endpoints/{e}:predict and
+ *     …/publishers/google/models/{m}:predict (see sim/vertex.ts); key as `Authorization: Bearer`.
  *   Keys are compared only when started with `apiKey`; a wrong key gets the format's 401 (Gemini: 400/403).
  *
  * The MODEL NAME picks the behaviour, identically in the three formats (`models/` is stripped):
@@ -64,6 +66,7 @@ import { openaiAuthorized, openaiChat, openaiError, openaiModels } from './sim/o
 import { openaiImages, openaiSpeech, openaiTranscription, servePng } from './sim/openai-media.js';
 import { anthropicAuthorized, anthropicError, anthropicMessages, anthropicModels } from './sim/anthropic.js';
 import { geminiAuthorized, geminiError, geminiGenerate, geminiModels } from './sim/gemini.js';
+import { VERTEX_PREDICT, vertexAuthorized, vertexModel, vertexPredict } from './sim/vertex.js';
 
 export type { RecordedCall } from './sim/io.js';
 export { SIM_MODELS } from './sim/behaviour.js';
@@ -115,15 +118,18 @@ function route(method: string, path: string, headers: http.IncomingHttpHeaders):
     return { format: 'gemini', model: () => model, run: (sr) => geminiGenerate(sr, model, g[2] === 'streamGenerateContent') };
   }
   if (path === '/v1beta/models' && method === 'GET') return { format: 'gemini', run: geminiModels };
+  if (VERTEX_PREDICT.test(path) && method === 'POST') return { format: 'vertex', model: () => vertexModel(path), run: vertexPredict };
   if (path === '/v1/messages' && method === 'POST') return { format: 'anthropic', model: bodyModel, run: anthropicMessages };
   if (path === '/v1/models' && method === 'GET' && headers['anthropic-version']) return { format: 'anthropic', run: anthropicModels };
   if (/^\/files\/[\w.-]+\.png$/.test(path) && method === 'GET') return { format: 'openai', run: servePng, open: true };
   return OPENAI[`${method} ${path.replace(/^\/v1(?=\/)/, '')}`];
 }
 
-const AUTH: Record<Format, (sr: SimRequest) => boolean> = { openai: openaiAuthorized, anthropic: anthropicAuthorized, gemini: geminiAuthorized };
+const AUTH: Record<Format, (sr: SimRequest) => boolean> = {
+  openai: openaiAuthorized, anthropic: anthropicAuthorized, gemini: geminiAuthorized, vertex: vertexAuthorized,
+};
 const ERROR: Record<Format, (sr: SimRequest, status: number, message: string) => void> = {
-  openai: openaiError, anthropic: anthropicError, gemini: geminiError,
+  openai: openaiError, anthropic: anthropicError, gemini: geminiError, vertex: geminiError,
 };
 
 async function readBody(req: http.IncomingMessage): Promise<Buffer> {

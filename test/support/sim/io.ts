@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { setTimeout as sleep } from 'node:timers/promises';
 import { behaviourOf, normaliseModel } from './behaviour.js';
 
-export type Format = 'openai' | 'anthropic' | 'gemini';
+export type Format = 'openai' | 'anthropic' | 'gemini' | 'vertex';
 
 /** One request the simulator received, recorded before auth and behaviour so tests can inspect any of them. */
 export interface RecordedCall {
