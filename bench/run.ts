@@ -10,7 +10,7 @@
  * Prints one table and writes bench/results/latest.json. Bounded in time and count; loopback only.
  * Flags: --quick (shorter runs), --no-postgres.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
@@ -163,7 +163,7 @@ async function benchGateway(label: string, env: Record<string, string>, simUrl: 
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/main.js')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const gw = { child };
   const url = `http://127.0.0.1:${port}`;
@@ -189,6 +189,8 @@ async function main() {
   const secs = QUICK ? 4 : 10;
   const streams = QUICK ? 200 : 800;
   const open = QUICK ? 300 : 1000;
+  log('building dist/main.js (what npm start runs)');
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const simUrl = sim.match[1];

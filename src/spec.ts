@@ -1,10 +1,10 @@
 /** The contract, loaded once: spec/openapi.yaml parsed to an object (and its JSON text for /openapi.json). */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from './paths.js';
 import { parse } from 'yaml';
 
-export const SPEC_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../spec/openapi.yaml');
+export const SPEC_PATH = path.join(ROOT, 'spec/openapi.yaml');
 
 export interface SpecDocument {
   openapi: string;

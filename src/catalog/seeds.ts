@@ -4,10 +4,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from '../paths.js';
 import type { GatewayInfo, Offer } from './types.js';
 
-export const DEFAULT_SEEDS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../seeds');
+export const DEFAULT_SEEDS_DIR = path.join(ROOT, 'seeds');
 
 /** A catalog offer: the engine's Offer plus what the catalog operations show. */
 export interface CatalogOffer extends Offer {
