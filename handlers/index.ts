@@ -7,6 +7,9 @@ import type { Handler } from '../src/app.js';
 import { notImplemented } from '../src/errors.js';
 import * as sessions from './sessions.js';
 import * as health from './health.js';
+import * as stats from './stats.js';
+import * as modelHealth from './modelHealth.js';
+import * as status from './status.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issues 3, 4, 5)
@@ -19,11 +22,6 @@ export const NOT_IMPLEMENTED = [
   'listRouters', 'listGateways', 'getGatewaysStatus', 'listProviders',
   'listModels', 'listModelsByCategory', 'listLowLatencyModels', 'listUniqueModels', 'batchCompareModels',
   'compareModelAcrossGateways', 'getModel', 'listDeveloperModels', 'searchModels',
-  // statistics, model health, status (issue 7)
-  'getProviderStats', 'getGatewayStats', 'getGatewaysSummary', 'getProviderTopModels', 'getTrendingModels',
-  'listModelHealth', 'getModelHealth', 'listUnhealthyModels', 'getModelHealthStats', 'getProviderHealthSummary',
-  'listHealthProviders', 'getStatus', 'getStatusProviders', 'getStatusModels', 'getStatusModel', 'getStatusDetailed',
-  'getHealthSummary',
 ] as const;
 
 const notBuilt: Record<string, Handler> = Object.fromEntries(
@@ -34,4 +32,7 @@ export const handlers: Record<string, Handler> = {
   ...notBuilt,
   ...sessions,
   ...health,
+  ...stats,
+  ...modelHealth,
+  ...status,
 };

@@ -46,7 +46,48 @@ export interface Config {
   /** Retries across candidates/attempts for one request. */
   maxAttempts: number;
   shutdownGraceMs: number;
+  /** Active health monitor and probes (src/health/monitor.ts). */
+  health: HealthMonitorConfig;
+  /** Serve Prometheus metrics at /metrics (METRICS, default on). */
+  metricsEnabled: boolean;
   env: Record<string, string | undefined>;
+}
+
+export interface HealthMonitorConfig {
+  /** HEALTH_MONITOR: `auto` (default) runs it only when some gateway key is configured; `on`; `off`. */
+  mode: 'auto' | 'on' | 'off';
+  /** HEALTH_PROBE_BUDGET: probes per minute over all gateways (a token bucket of this size). */
+  budgetPerMinute: number;
+  /** Probe a model when it had no call (passive or probe) for this long, by tier; failing ones sooner. */
+  intervalsMs: { hot: number; warm: number; cold: number; failing: number };
+  /** HEALTH_PROBE_CONCURRENCY: probes in flight at once. */
+  concurrency: number;
+  /** HEALTH_MONITOR_TICK_MS: how often due probes are looked for. */
+  tickMs: number;
+}
+
+function healthMonitorConfig(env: Record<string, string | undefined>): HealthMonitorConfig {
+  const raw = (env.HEALTH_MONITOR || 'auto').toLowerCase();
+  const mode = /^(1|true|yes|on)$/.test(raw) ? 'on' : /^(0|false|no|off)$/.test(raw) ? 'off' : raw === 'auto' ? 'auto' : null;
+  if (!mode) throw new ConfigError('HEALTH_MONITOR', `must be auto, on or off, got "${env.HEALTH_MONITOR}"`);
+  const s = (name: string, dflt: number) => int(env, name, dflt, 1, 7 * 86_400) * 1000;
+  return {
+    mode,
+    budgetPerMinute: int(env, 'HEALTH_PROBE_BUDGET', 30, 1, 100_000),
+    intervalsMs: {
+      hot: s('HEALTH_PROBE_HOT_S', 300),
+      warm: s('HEALTH_PROBE_WARM_S', 1_800),
+      cold: s('HEALTH_PROBE_COLD_S', 21_600),
+      failing: s('HEALTH_PROBE_FAILING_S', 60),
+    },
+    concurrency: int(env, 'HEALTH_PROBE_CONCURRENCY', 4, 1, 256),
+    tickMs: int(env, 'HEALTH_MONITOR_TICK_MS', 5_000, 100, 3_600_000),
+  };
+}
+
+/** Whether any upstream gateway key (`<ID>_API_KEY`, not the admin key) is set: the monitor's `auto` rule. */
+export function anyGatewayKey(config: Config): boolean {
+  return Object.entries(config.env).some(([k, v]) => /_API_KEY$/.test(k) && k !== 'ADMIN_API_KEY' && !!v);
 }
 
 function int(env: Record<string, string | undefined>, name: string, dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
@@ -147,6 +188,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     upstreamTotalTimeoutMs: int(env, 'UPSTREAM_TOTAL_TIMEOUT_MS', 600_000, 1),
     maxAttempts: int(env, 'UPSTREAM_MAX_ATTEMPTS', 3, 1, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    health: healthMonitorConfig(env),
+    metricsEnabled: bool(env, 'METRICS', true),
     env,
   };
 }

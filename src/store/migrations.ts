@@ -3,6 +3,7 @@
  * autoincrement`, PostgreSQL `bigserial`); everything else is portable column types.
  */
 import { sql, type Kysely, type Migration, type MigrationProvider, type CreateTableBuilder } from 'kysely';
+import { statsMigration } from './migration-0002-stats.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -131,7 +132,7 @@ function initial(dialect: Dialect): Migration {
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(dialect) };
+      return { '0001_initial': initial(dialect), '0002_stats': statsMigration(dialect) };
     },
   };
 }
