@@ -31,7 +31,7 @@ export class Metrics {
 
   constructor(opts: { defaultMetrics?: boolean; pendingRecords?: () => number; monitoringActive?: () => boolean } = {}) {
     const registers = [this.registry];
-    if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: this.registry, prefix: 'gateway_process_' });
+    if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: this.registry }); // standard process_* and nodejs_* names
     this.httpRequests = new client.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests answered, by operationId and status code.',
       labelNames: ['operation', 'status'], registers });
     this.httpDuration = new client.Histogram({ name: 'gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request (streams: until the end).',

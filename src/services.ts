@@ -29,25 +29,36 @@ export interface Services {
   status: StatusService;
 }
 
-export async function buildServices(config: Config, store: Store, logger: Logger): Promise<Services> {
+/** What other parts plug into statistics and health (the integrator wires the catalog and the engine here). */
+export interface ServiceWiring {
+  /** The catalog's gateways (a CatalogReader fits): aliases, 404 for unknown gateways, zero rows in summaries. */
+  directory?: GatewayDirectory;
+  /** The engine's tiny probe request, for the active health monitor. */
+  probe?: ProbeFn;
+  /** Models to probe: those of the gateways that have keys. */
+  probeTargets?: () => ProbeTarget[] | Promise<ProbeTarget[]>;
+  /** Time source of statistics, health and the monitor (tests pin it). */
+  clock?: () => number;
+}
+
+export async function buildServices(config: Config, store: Store, logger: Logger, wiring: ServiceWiring = {}): Promise<Services> {
   const startedAt = new Date();
+  const clock = wiring.clock ?? Date.now;
   const recorder = new Recorder(store, logger);
   recorder.start();
-  // INTEGRATION: the catalog (a CatalogReader fits GatewayDirectory) — configured gateways, aliases, 404s.
-  const directory: GatewayDirectory | null = null;
-  // INTEGRATION: the engine's probe and the targets (models of the gateways that have keys).
-  const probe: ProbeFn = async () => { throw new Error('no probe function is wired'); };
-  const targets = (): ProbeTarget[] => [];
+  const directory = wiring.directory ?? null;
+  const probe: ProbeFn = wiring.probe ?? (async () => { throw new Error('no probe function is wired'); });
   let monitor: HealthMonitor | undefined;
   const monitoringActive = () => monitor?.active ?? false;
   const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive });
   recorder.onFlush((usage) => metrics.usage(usage));
-  const stats = new UsageStats(store.db, directory);
-  const health = new HealthService(store.db, monitoringActive);
+  const stats = new UsageStats(store.db, directory, clock);
+  const health = new HealthService(store.db, monitoringActive, clock);
   health.start(recorder);
   monitor = new HealthMonitor({
     config: config.health, enabled: config.health.mode === 'on' || (config.health.mode === 'auto' && anyGatewayKey(config)),
-    probe, targets, records: async () => (await health.records()).rows, recorder, metrics, logger,
+    probe, targets: wiring.probeTargets ?? (() => []), records: async () => (await health.records()).rows,
+    recorder, metrics, logger, clock,
   });
   monitor.start();
   const status = new StatusService({ health, stats, directory, config, store, recorder, metrics, monitoringActive, startedAt });

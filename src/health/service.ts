@@ -14,6 +14,8 @@ import { countStatuses, providerStatus, systemStatus, type ProviderStatus } from
 const iso = (t: number) => new Date(t).toISOString();
 const isoOrNull = (t: number | null) => (t === null ? null : iso(t));
 const LAST_CALL_STATUSES = ['success', 'error', 'timeout', 'rate_limited'];
+/** Buckets that count as up: success rate at least 0.8, in integers. */
+const UP = sql`sum(case when b.successes * 5 >= b.calls * 4 then 1 else 0 end)`;
 
 /** The wire's last-call vocabulary; anything else an engine wrote counts as `error`. */
 export const callStatus = (s: string | null) => (s === null ? null : LAST_CALL_STATUSES.includes(s) ? s : 'error');
@@ -80,6 +82,7 @@ export class HealthService {
   readonly incidents: IncidentTracker;
   private sweep: NodeJS.Timeout | undefined;
   private readonly running = new Set<Promise<void>>();
+  private pastDays: { d0: number; at: number; rows: Record<string, unknown>[] } | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -170,6 +173,50 @@ export class HealthService {
     const r = rows[0] ?? {};
     const pct = (u: unknown, b: unknown) => (Number(b ?? 0) > 0 ? round((100 * Number(u)) / Number(b), 2) : null);
     return { h24: pct(r.u24, r.b24), d7: pct(r.u7, r.b7), d30: pct(r.u30, r.b30) };
+  }
+
+  /**
+   * Uptime bars for the status page by the 5-minute-bucket rule: per model the last 24 hours (index 23 = the
+   * current hour), per (provider, gateway) the last 30 UTC days (index 29 = today). null = no calls. Finished
+   * days change only by late writes, so their bars are kept for 10 minutes; today's is always recomputed.
+   */
+  async uptimeBars(): Promise<{ hourly: Map<string, Array<number | null>>; daily: Map<string, Array<number | null>> }> {
+    const now = this.clock();
+    const h0 = now - (now % 3_600_000) - 23 * 3_600_000;
+    const today = now - (now % 86_400_000);
+    const d0 = today - 29 * 86_400_000;
+    if (!this.pastDays || this.pastDays.d0 !== d0 || now - this.pastDays.at > 600_000) {
+      this.pastDays = { d0, at: now, rows: (await this.dailyBars(d0, d0, today)).rows };
+    }
+    const [hours, days] = await Promise.all([
+      // the bounds are literals: PostgreSQL matches a GROUP BY expression to the select list only without parameters
+      sql<Record<string, unknown>>`select b.gateway, b.model, (b.bucket - ${sql.lit(h0)}) / 3600000 as idx, count(*) as n, ${UP} as u
+        from model_health_buckets b where b.bucket >= ${sql.lit(h0)}
+        group by b.gateway, b.model, (b.bucket - ${sql.lit(h0)}) / 3600000`.execute(this.db),
+      this.dailyBars(d0, today, null),
+    ]);
+    const fill = (rows: Record<string, unknown>[], size: number, keyOf: (r: Record<string, unknown>) => string) => {
+      const out = new Map<string, Array<number | null>>();
+      for (const r of rows) {
+        const k = keyOf(r);
+        const bars = out.get(k) ?? Array<number | null>(size).fill(null);
+        const i = Number(r.idx);
+        if (i >= 0 && i < size) bars[i] = round((100 * Number(r.u)) / Number(r.n), 2);
+        out.set(k, bars);
+      }
+      return out;
+    };
+    return {
+      hourly: fill(hours.rows, 24, (r) => `${r.gateway}\u0000${r.model}`),
+      daily: fill([...this.pastDays.rows, ...days.rows], 30, (r) => `${r.provider}\u0000${r.gateway}`),
+    };
+  }
+
+  private dailyBars(d0: number, from: number, to: number | null) {
+    return sql<Record<string, unknown>>`select mh.provider, b.gateway, (b.bucket - ${sql.lit(d0)}) / 86400000 as idx, count(*) as n, ${UP} as u
+      from model_health_buckets b join model_health mh on mh.gateway = b.gateway and mh.model = b.model
+      where b.bucket >= ${from} ${to === null ? sql`` : sql`and b.bucket < ${to}`}
+      group by mh.provider, b.gateway, (b.bucket - ${sql.lit(d0)}) / 86400000`.execute(this.db);
   }
 
   async unhealthy(threshold: number, minCalls: number) {

@@ -14,6 +14,7 @@ import { windows, type RecordQuery, type RecordRow } from './records.js';
 import { aggregate, groupByProvider, uptimeOf, type HealthService } from './service.js';
 import { OVERVIEW_MESSAGES, overviewStatus, publicProviderStatus } from './rules.js';
 import { redisPing } from './redis-ping.js';
+import { renderStatusPage, type PageData } from './page.js';
 
 export interface StatusDeps {
   health: HealthService;
@@ -83,6 +84,26 @@ export class StatusService {
       avg_response_time_ms: recent.avg_latency_ms,
       last_updated: iso(this.now),
     };
+  }
+
+  /** The HTML status page (at most `maxModels` model rows). */
+  async page(maxModels = 500): Promise<string> {
+    const [{ rows, entries, since }, recent, bars] = await Promise.all([this.providerEntries(), this.d.stats.recent('24h'), this.d.health.uptimeBars()]);
+    const status = this.overall(entries);
+    const now = this.now;
+    const data: PageData = {
+      overview: {
+        status, message: OVERVIEW_MESSAGES[status], uptime_percentage: aggregate(rows, since).uptime,
+        total_providers: entries.length, operational_providers: entries.filter((e) => e.status === 'operational').length,
+        total_models: rows.length, healthy_models: rows.filter((r) => r.status === 'healthy').length,
+        requests_last_24h: recent.requests, avg_response_time_ms: recent.avg_latency_ms, last_updated: iso(now),
+      },
+      providers: entries.map((e) => ({ ...e, bars: bars.daily.get(`${e.provider}\u0000${e.gateway}`) ?? Array(30).fill(null) })),
+      models: rows.slice(0, maxModels).map((r) => ({ ...modelEntry(r), bars: bars.hourly.get(`${r.gateway}\u0000${r.model}`) ?? Array(24).fill(null) })),
+      firstDay: now - (now % 86_400_000) - 29 * 86_400_000,
+      firstHour: now - (now % 3_600_000) - 23 * 3_600_000,
+    };
+    return renderStatusPage(data);
   }
 
   async models(q: Pick<RecordQuery, 'provider' | 'gateway' | 'status' | 'tier' | 'limit' | 'offset'>) {

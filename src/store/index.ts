@@ -64,7 +64,12 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
   const dialect: Dialect = cfg.dialect;
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect) });
+  // With a schema, Kysely must look for its migration tables there: it otherwise finds them in any schema of the
+  // database (another test's, a benchmark's) and skips creating its own.
+  const migrator = new Migrator({
+    db, provider: migrationProvider(dialect),
+    ...(cfg.dialect === 'postgres' && cfg.schema ? { migrationTableSchema: cfg.schema } : {}),
+  });
   const { error } = await migrator.migrateToLatest();
   if (error) {
     await db.destroy();

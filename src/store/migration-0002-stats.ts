@@ -4,7 +4,7 @@
  * - usage_rollup (hourly and daily) and usage_user_seen: long windows read rollup rows, not every request (see rollups.ts).
  * - usage_records indexes for the parts still read raw: the partial hour at a window's start, the latency sample
  *   behind the percentiles (scope, status, created_at, latency_ms — covering), and distinct users per model in
- *   a trending growth window (model, created_at, user_id — covering).
+ *   a trending growth window (model, [gateway,] created_at, user_id — covering; replaces 0001's (model, created_at)).
  * - model_health_buckets (5-minute health rollup) and health_incidents.
  * - model_health_history (gateway, model, ts, id): "the last N calls" is a backward index scan with a stable
  *   tie-break on both databases; it supersedes 0001's (gateway, model, ts).
@@ -53,9 +53,12 @@ export function statsMigration(dialect: Dialect): Migration {
         ['usage_records_provider_status_created_latency', ['provider', 'status', 'created_at', 'latency_ms']],
         ['usage_records_gateway_status_created_latency', ['gateway', 'status', 'created_at', 'latency_ms']],
         ['usage_records_model_created_user', ['model', 'created_at', 'user_id']],
+        ['usage_records_model_gateway_created_user', ['model', 'gateway', 'created_at', 'user_id']],
       ] as Array<[string, string[]]>) {
         await db.schema.createIndex(name).on('usage_records').columns(cols).execute();
       }
+      // superseded by (model, created_at, user_id), which serves the same ranges
+      await db.schema.dropIndex('usage_records_model_created_at').execute();
 
       await db.schema.createTable('model_health_buckets')
         .addColumn('gateway', 'text', (c) => c.notNull())
@@ -95,9 +98,10 @@ export function statsMigration(dialect: Dialect): Migration {
         await sql`drop table if exists ${sql.table(t)}`.execute(db);
       }
       for (const i of ['usage_records_provider_status_created_latency', 'usage_records_gateway_status_created_latency',
-        'usage_records_model_created_user', 'model_health_history_gm_ts_id']) {
+        'usage_records_model_created_user', 'usage_records_model_gateway_created_user', 'model_health_history_gm_ts_id']) {
         await sql`drop index if exists ${sql.raw(i)}`.execute(db);
       }
+      await db.schema.createIndex('usage_records_model_created_at').on('usage_records').columns(['model', 'created_at']).execute();
       await db.schema.createIndex('model_health_history_gm_ts').on('model_health_history').columns(['gateway', 'model', 'ts']).execute();
     },
   };
