@@ -79,7 +79,7 @@ export function renderStatusPage(d: PageData): string {
     : '<div class="empty">No models tracked yet.</div>';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta http-equiv="refresh" content="60"><title>Status · Model Gateway</title><style>${CSS}</style></head>
+<meta http-equiv="refresh" content="60"><link rel="icon" href="data:,"><title>Status · Model Gateway</title><style>${CSS}</style></head>
 <body><main>
 <h1>Model Gateway status</h1>
 <div class="banner ${TONE[o.status] ?? 'none'}" id="overall" data-status="${esc(o.status)}">${esc(o.message)}</div>

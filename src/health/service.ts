@@ -110,10 +110,15 @@ export class HealthService {
     this.running.add(q);
   }
 
+  /** Resolves when the background reconciliations started so far have finished. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.running]);
+  }
+
   async stop(): Promise<void> {
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = undefined;
-    await Promise.all([...this.running]);
+    await this.settled();
   }
 
   records(q: RecordQuery = {}) {
