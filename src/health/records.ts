@@ -68,7 +68,26 @@ export interface RecordQuery {
 const lastCalls = (n: number, since: number, cols: RawBuilder<unknown>) => sql`(select ${cols} from model_health_history h
   where h.gateway = mh.gateway and h.model = mh.model and h.ts >= ${since} order by h.ts desc, h.id desc limit ${sql.lit(n)})`;
 
-function recordsSql(now: number): RawBuilder<unknown> {
+/** Filters on stored columns, applied inside (so a few models cost a few models' rows, not every model's). */
+interface PreFilter {
+  provider?: string | null;
+  gateway?: string | null;
+  models?: string[];
+}
+
+function preConditions(f: PreFilter, alias: string): RawBuilder<unknown> {
+  const c: RawBuilder<unknown>[] = [];
+  const col = (name: string) => sql.ref(`${alias}.${name}`);
+  if (f.provider != null) {
+    c.push(alias === 'mh' ? sql`mh.provider = ${f.provider}`
+      : sql`exists (select 1 from model_health p where p.gateway = ${col('gateway')} and p.model = ${col('model')} and p.provider = ${f.provider})`);
+  }
+  if (f.gateway != null) c.push(sql`${col('gateway')} = ${f.gateway}`);
+  if (f.models) c.push(f.models.length ? sql`${col('model')} in (${sql.join(f.models)})` : sql`1 = 0`);
+  return c.length ? sql.join(c, sql` and `) : sql`1 = 1`;
+}
+
+function recordsSql(now: number, pre: PreFilter): RawBuilder<unknown> {
   const w = windows(now);
   const n = HEALTH_WINDOW_CALLS;
   return sql`select r.*,
@@ -97,8 +116,9 @@ function recordsSql(now: number): RawBuilder<unknown> {
         select gateway, model, sum(calls) as calls, sum(successes) as successes, sum(latency_sum) as latency_sum,
           sum(latency_n) as latency_n, count(*) as buckets,
           sum(case when successes * 5 >= calls * 4 then 1 else 0 end) as up_buckets
-        from model_health_buckets where bucket >= ${w.h24} group by gateway, model
+        from model_health_buckets bb where bb.bucket >= ${w.h24} and ${preConditions(pre, 'bb')} group by gateway, model
       ) b on b.gateway = mh.gateway and b.model = mh.model
+      where ${preConditions(pre, 'mh')}
     ) r`;
 }
 
@@ -113,10 +133,8 @@ function toRow(r: Record<string, unknown>): RecordRow {
 
 /** Tracked records matching `q`, sorted (provider, gateway, model) unless asked otherwise, with the total before paging. */
 export async function queryRecords(db: Kysely<Database>, now: number, q: RecordQuery = {}): Promise<{ rows: RecordRow[]; total: number }> {
+  const pre: PreFilter = { provider: q.provider, gateway: q.gateway, models: q.models };
   const conds: RawBuilder<unknown>[] = [];
-  if (q.provider != null) conds.push(sql`provider = ${q.provider}`);
-  if (q.gateway != null) conds.push(sql`gateway = ${q.gateway}`);
-  if (q.models) conds.push(q.models.length ? sql`model in (${sql.join(q.models)})` : sql`1 = 0`);
   if (q.lastStatus != null) conds.push(sql`last_status = ${q.lastStatus}`);
   if (q.status != null) conds.push(sql`status = ${q.status}`);
   if (q.tier != null) conds.push(sql`tier = ${q.tier}`);
@@ -132,10 +150,10 @@ export async function queryRecords(db: Kysely<Database>, now: number, q: RecordQ
     : sql`order by provider asc, gateway asc, model asc`;
   const page = q.limit !== undefined ? sql`limit ${q.limit} offset ${q.offset ?? 0}` : sql``;
   const { rows } = await sql<Record<string, unknown>>`select t.*, count(*) over () as total_rows
-    from (${recordsSql(now)}) t ${where} ${order} ${page}`.execute(db);
+    from (${recordsSql(now, pre)}) t ${where} ${order} ${page}`.execute(db);
   let total = rows.length ? Number(rows[0].total_rows) : 0;
   if (!rows.length && (q.offset ?? 0) > 0) {
-    const c = await sql<{ n: unknown }>`select count(*) as n from (${recordsSql(now)}) t ${where}`.execute(db);
+    const c = await sql<{ n: unknown }>`select count(*) as n from (${recordsSql(now, pre)}) t ${where}`.execute(db);
     total = Number(c.rows[0]?.n ?? 0);
   }
   return { rows: rows.map(toRow), total };
