@@ -2,7 +2,8 @@
  * npm run bench:stats -- [--rows 1000000] [--runs 21] [--dialect sqlite|postgres|both] [--fresh]
  *
  * Seeds `--rows` usage records (scripts/seed-usage.ts) into a SQLite file under bench/results/ and a PostgreSQL
- * schema `bench_stats` (TEST_DATABASE_URL or 127.0.0.1:5432/test), then times every statistics query — and the
+ * database of its own (BENCH_DATABASE_URL, default 127.0.0.1:5432/bench, created when missing — never the tests'
+ * database), then times every statistics query — and the
  * health and status queries — at the service level: `--runs` runs after one warm-up, median and p90 in ms.
  * A store that already holds `--rows` records is reused (pass --fresh to reseed). Results are printed and written
  * to bench/results/stats-<dialect>.json.
@@ -20,7 +21,7 @@ import { seed, SEED_GATEWAYS } from '../scripts/seed-usage.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = path.join(root, 'bench/results');
-const PG_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/bench';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,13 +37,19 @@ async function storeFor(dialect: 'sqlite' | 'postgres'): Promise<Store> {
     if (FRESH) for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { force: true });
     return openStore({ dialect: 'sqlite', file });
   }
-  if (FRESH) {
-    const c = new pg.Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query('drop schema if exists bench_stats cascade');
-    await c.end();
+  const url = new URL(PG_URL);
+  const name = url.pathname.slice(1);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`bad database name in BENCH_DATABASE_URL: ${name}`);
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(PG_URL), { pathname: '/postgres' }).toString() });
+  await admin.connect();
+  try {
+    if (FRESH) await admin.query(`drop database if exists ${name}`);
+    const exists = await admin.query('select 1 from pg_database where datname = $1', [name]);
+    if (!exists.rowCount) await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
   }
-  return openStore({ dialect: 'postgres', url: PG_URL, schema: 'bench_stats' } as DatabaseConfig);
+  return openStore({ dialect: 'postgres', url: PG_URL } as DatabaseConfig);
 }
 
 interface Result { query: string; median_ms: number; p90_ms: number }
