@@ -1003,10 +1003,15 @@ export interface paths {
          *     (the provider slug of the model in the catalog, e.g. `openai`, `meta-llama`), over `time_range` ending now,
          *     optionally restricted to one `gateway`. Health probes are not usage and are not counted.
          *
-         *     - `failed_requests` are requests that ended in an error for the client (after failover).
+         *     - `failed_requests` are requests that ended in an error for the client (after failover): final status
+         *       `error`, `timeout` or `rate_limited`. Requests the client cancelled count in `total_requests` only.
          *     - Averages are over successful requests; `avg_time_to_first_token_ms` only over streamed ones;
          *       tokens per second = completion tokens ÷ generation time (latency minus time to first token, or the whole
-         *       latency when not streamed). An average with nothing to average is `null`.
+         *       latency when not streamed), averaged over the successful requests that generated at least one token in a
+         *       positive time. An average with nothing to average is `null`.
+         *     - `speed_metrics` percentiles are nearest-rank (the value at rank ⌈p·n⌉ of the sorted latencies, n = the
+         *       successful requests counted) over the window's successful requests — over its latest 10,000 when it has
+         *       more, which keeps the query bounded on any window (exact below that size).
          *     - `top_model` is the model with the most requests (ties: model id ascending), `null` when there are no requests.
          *     - `model_breakdown` is sorted by `requests` descending, then `model` ascending.
          *     - A provider with no records (including an unknown name) answers 200 with zero totals, not 404.
@@ -1033,8 +1038,9 @@ export interface paths {
          *     (probes excluded). `unique_users` counts distinct key owners. `top_provider` is the provider slug with the
          *     most requests (ties: ascending), `null` when there are none. `provider_breakdown` is sorted by `requests`
          *     descending, then `provider` ascending. `performance` values are `null` when nothing was measured;
-         *     `success_rate` is successful ÷ total requests (0..1). Gateway aliases are accepted and resolved to the
-         *     canonical id; an id that is not a configured gateway answers 404.
+         *     `success_rate` is successful ÷ total requests (0..1); averages, `failed_requests` and the nearest-rank
+         *     `p95_latency_ms` are defined as in `GET /v1/provider/{provider_name}/stats`. Gateway aliases are accepted
+         *     and resolved to the canonical id; an id that is not a configured gateway answers 404.
          */
         get: operations["getGatewayStats"];
         put?: never;
@@ -1274,7 +1280,8 @@ export interface paths {
          *     outage but no more than half of them; `major_outage` when more than half are in outage. `message` is a
          *     human sentence for that status (e.g. `All systems operational`).
          *     `uptime_percentage` is the call-weighted 24 h uptime over all models; `requests_last_24h` counts client
-         *     requests recorded in the last 24 h (probes excluded); `avg_response_time_ms` is their mean latency.
+         *     requests recorded in the last 24 h (probes excluded); `avg_response_time_ms` is the mean latency of the
+         *     successful ones (the statistics' definition).
          */
         get: operations["getStatus"];
         put?: never;
@@ -3644,12 +3651,14 @@ export interface components {
         /**
          * @description Health of one model on one gateway, from passive calls (real traffic) and active probes.
          *     Calls the upstream rejected as the caller's fault (400, 401, 403, 404, 413, 422) are not health events.
-         *     Counters (`total_requests`, `error_count`, `success_rate`, `avg_response_time_ms`) cover the last 24 h.
+         *     Counters (`total_requests`, `error_count`, `success_rate`, `avg_response_time_ms`) cover the last 24 h
+         *     (288 five-minute buckets, see the tag); `avg_response_time_ms` is over the calls with a measured latency.
          *
          *     `status`, evaluated in this order over the last 50 calls within the last 24 h:
          *     `unknown` = no calls in the window; `unhealthy` = success rate below 0.8, or the last 3 calls all failed;
          *     `healthy` = success rate at least 0.95, the last call succeeded and median latency at most 10 s;
          *     `degraded` = anything else (success rate 0.8 to 0.95, a failed last call, or median latency over 10 s).
+         *     The median latency is over the successful ones of those calls (the lower middle value for an even count).
          *
          *     `tier` (drives probe frequency): `hot` = at least 100 calls in the last 24 h; `warm` = at least one call in
          *     the last 7 days; `cold` = otherwise.
@@ -3755,7 +3764,12 @@ export interface components {
             /** @description Last 30 days. */
             d30: number | null;
         };
-        /** @description A period during which the model's status was `unhealthy`. */
+        /**
+         * @description A period during which the model's status was `unhealthy` on the record's gateway. The status is re-evaluated
+         *     right after each batch of calls is stored and at least once a minute (a status also changes when old calls
+         *     leave the window): an incident opens at the call that made the model unhealthy and resolves at the call that
+         *     ended it, or, when it ended because calls aged out of the window, at the evaluation that noticed it.
+         */
         HealthIncident: {
             /** @description Incident id. */
             id: string;
@@ -3885,7 +3899,7 @@ export interface components {
             healthy_models: number;
             /** @description Client requests recorded in the last 24 h (probes excluded). */
             requests_last_24h: number;
-            /** @description Mean latency of those requests in ms. */
+            /** @description Mean latency of the successful ones among those requests in ms. */
             avg_response_time_ms: number | null;
             /**
              * Format: date-time

@@ -16,12 +16,11 @@ import * as catalog from './catalog.js';
 import * as models from './models.js';
 import * as media from './media.js';
 
+import * as stats from './stats.js';
+import * as modelHealth from './modelHealth.js';
+import * as status from './status.js';
+
 export const NOT_IMPLEMENTED = [
-  // statistics, model health, status (issue 7)
-  'getProviderStats', 'getGatewayStats', 'getGatewaysSummary', 'getProviderTopModels', 'getTrendingModels',
-  'listModelHealth', 'getModelHealth', 'listUnhealthyModels', 'getModelHealthStats', 'getProviderHealthSummary',
-  'listHealthProviders', 'getStatus', 'getStatusProviders', 'getStatusModels', 'getStatusModel', 'getStatusDetailed',
-  'getHealthSummary',
 ] as const;
 
 const notBuilt: Record<string, Handler> = Object.fromEntries(
@@ -40,4 +39,7 @@ export const handlers: Record<string, Handler> = {
   ...catalog,
   ...models,
   ...media,
+  ...stats,
+  ...modelHealth,
+  ...status,
 };

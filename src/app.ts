@@ -21,6 +21,7 @@ import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
 import { installFastRouter } from './router.js';
 import { transcriptionBodies } from './media/upload.js';
+import { opsRoutes } from './ops-routes.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -173,8 +174,10 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     res.setHeader('X-Request-Id', requestId);
     const start = process.hrtime.bigint();
     res.on('finish', () => {
-      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode,
-        ms: Number(process.hrtime.bigint() - start) / 1e6 }, 'request');
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode, ms }, 'request');
+      const operation = res.locals.operationId ?? api.matchOperation({ method: req.method, path: req.path, headers: {} })?.operationId;
+      deps.services.metrics.httpRequest(operation ?? 'unmatched', res.statusCode, ms);
     });
     next();
   });
@@ -188,6 +191,8 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   app.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));
   app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'] }));
   app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
+  // Plain routes outside the JSON contract: /metrics and the HTML /status page (src/ops-routes.ts).
+  app.use(opsRoutes(deps));
   // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a
   // plain object.
   app.use((req: Request, res: Response) =>

@@ -62,7 +62,49 @@ export interface Config {
   catalogSeedsDir?: string;
   /** Image generation and transcription (src/media/). */
   media: MediaConfig;
+  /** Active health monitor and probes (src/health/monitor.ts). */
+  health: HealthMonitorConfig;
+  /** Serve Prometheus metrics at /metrics (METRICS, default on). */
+  metricsEnabled: boolean;
   env: Record<string, string | undefined>;
+}
+
+export interface HealthMonitorConfig {
+  /** HEALTH_MONITOR: `auto` (default) runs it only when some gateway key is configured; `on`; `off`. */
+  mode: 'auto' | 'on' | 'off';
+  /** HEALTH_PROBE_BUDGET: probes per minute over all gateways (a token bucket of this size). */
+  budgetPerMinute: number;
+  /** Probe a model when it had no call (passive or probe) for this long, by tier; failing ones sooner. */
+  intervalsMs: { hot: number; warm: number; cold: number; failing: number };
+  /** HEALTH_PROBE_CONCURRENCY: probes in flight at once. */
+  concurrency: number;
+  /** HEALTH_MONITOR_TICK_MS: how often due probes are looked for. */
+  tickMs: number;
+}
+
+function healthMonitorConfig(env: Record<string, string | undefined>): HealthMonitorConfig {
+  const raw = (env.HEALTH_MONITOR || 'auto').toLowerCase();
+  const mode = /^(1|true|yes|on)$/.test(raw) ? 'on' : /^(0|false|no|off)$/.test(raw) ? 'off' : raw === 'auto' ? 'auto' : null;
+  if (!mode) throw new ConfigError('HEALTH_MONITOR', `must be auto, on or off, got "${env.HEALTH_MONITOR}"`);
+  const s = (name: string, dflt: number) => int(env, name, dflt, 1, 7 * 86_400) * 1000;
+  return {
+    mode,
+    budgetPerMinute: int(env, 'HEALTH_PROBE_BUDGET', 30, 1, 100_000),
+    intervalsMs: {
+      hot: s('HEALTH_PROBE_HOT_S', 300),
+      warm: s('HEALTH_PROBE_WARM_S', 1_800),
+      cold: s('HEALTH_PROBE_COLD_S', 21_600),
+      failing: s('HEALTH_PROBE_FAILING_S', 60),
+    },
+    concurrency: int(env, 'HEALTH_PROBE_CONCURRENCY', 4, 1, 256),
+    tickMs: int(env, 'HEALTH_MONITOR_TICK_MS', 5_000, 100, 3_600_000),
+  };
+}
+
+/** Whether any upstream gateway key (`<ID>_API_KEY`, not the admin key) is set: the monitor's `auto` rule. */
+export function anyGatewayKey(config: Config): boolean {
+  const notGateways = new Set(['ADMIN_API_KEY', 'TAVILY_API_KEY', 'TTS_API_KEY', 'PARTNER_API_KEY']);
+  return Object.entries(config.env).some(([k, v]) => /_API_KEY$/.test(k) && !notGateways.has(k) && !!v);
 }
 
 export interface ToolsConfig {
@@ -264,6 +306,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalogHealthRefreshMs: int(env, 'CATALOG_HEALTH_REFRESH_MS', 15_000, 0),
     catalogSeedsDir: env.CATALOG_SEEDS_DIR ? path.resolve(env.CATALOG_SEEDS_DIR) : undefined,
     media: mediaConfig(env),
+    health: healthMonitorConfig(env),
+    metricsEnabled: bool(env, 'METRICS', true),
     env,
   };
 }

@@ -3,7 +3,7 @@
  * facades) adds its service here and builds it in buildServices(); handlers never reach the store or the
  * network except through these.
  */
-import type { Config } from './config.js';
+import { anyGatewayKey, type Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { Recorder } from './engine/recorder.js';
@@ -20,6 +20,11 @@ import { PartnerFacade } from './facades/partner.js';
 import { Catalog } from './catalog/catalog.js';
 import { loadSeeds } from './catalog/seeds.js';
 import { MediaService } from './media/index.js';
+import { Metrics } from './metrics.js';
+import { UsageStats, type GatewayDirectory } from './stats/service.js';
+import { HealthService } from './health/service.js';
+import { HealthMonitor, type ProbeFn, type ProbeTarget } from './health/monitor.js';
+import { StatusService } from './health/status.js';
 
 export interface Services {
   startedAt: Date;
@@ -28,9 +33,7 @@ export interface Services {
   breakers: Breakers;
   /** The model catalog (seeds + discovery + health): every catalog query, and the engine's resolver. */
   catalog: Catalog;
-  /**
-   * What the engine resolves models with: the catalog, unless a test supplies a fixture (test/support/catalog.ts).
-   */
+  /** What the engine resolves models with: the catalog, unless a test supplies a fixture (test/support/catalog.ts). */
   models: CatalogReader & Upstreams;
   engine: ChatEngine;
   /** Built-in tools: listing, validation, billed execution. */
@@ -42,17 +45,44 @@ export interface Services {
   partner: PartnerFacade;
   /** Image generation and audio transcription (src/media/), billed and routed like chat. */
   media: MediaService;
+  /** Prometheus metrics; the engine reports upstream attempts and breaker states here. */
+  metrics: Metrics;
+  /** Usage statistics. */
+  stats: UsageStats;
+  /** Model health records, providers, incidents. */
+  health: HealthService;
+  /** Active probes of model health. */
+  monitor: HealthMonitor;
+  /** Public status page and instance diagnostics. */
+  status: StatusService;
 }
 
-/** `overrides` lets tests supply parts (e.g. `models`, a resolver built from fixtures). */
-export async function buildServices(config: Config, store: Store, logger: Logger, overrides: Partial<Services> = {}): Promise<Services> {
-  const recorder = overrides.recorder ?? new Recorder(store, logger);
+/** What tests may supply instead of the defaults. */
+export interface ServiceOptions {
+  /** A model resolver built from fixtures (the engine uses it instead of the catalog). */
+  models?: CatalogReader & Upstreams;
+  recorder?: Recorder;
+  breakers?: Breakers;
+  /** Gateways known to statistics (default: the catalog's). */
+  directory?: GatewayDirectory;
+  /** The active monitor's probe (default: the engine's tiny request). */
+  probe?: ProbeFn;
+  /** Models to probe (default: active chat offers of configured gateways). */
+  probeTargets?: () => ProbeTarget[] | Promise<ProbeTarget[]>;
+  /** Time source of statistics, health and the monitor (tests pin it). */
+  clock?: () => number;
+}
+
+export async function buildServices(config: Config, store: Store, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
+  const startedAt = new Date();
+  const clock = opts.clock ?? Date.now;
+  const recorder = opts.recorder ?? new Recorder(store, logger);
   recorder.start();
-  const breakers = overrides.breakers ?? new Breakers();
+  const breakers = opts.breakers ?? new Breakers();
   const catalog = new Catalog({ config, logger, store, seeds: loadSeeds(config.catalogSeedsDir) });
   catalog.setBreakerState((gateway) => breakers.gatewayState(gateway));
   await catalog.start();
-  const models = overrides.models ?? catalog;
+  const models = opts.models ?? catalog;
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
@@ -60,12 +90,32 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
   const media = new MediaService({ config, store, logger, recorder, engine, catalog: models });
-  return { startedAt: new Date(), recorder, breakers, catalog, models, engine, tools, search, hub, partner, media };
+
+  const directory = opts.directory ?? catalog;
+  let monitor: HealthMonitor | undefined;
+  const monitoringActive = () => monitor?.active ?? false;
+  const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive });
+  recorder.onFlush((usage) => metrics.usage(usage));
+  const stats = new UsageStats(store.db, directory, clock);
+  const health = new HealthService(store.db, monitoringActive, clock);
+  health.start(recorder);
+  monitor = new HealthMonitor({
+    config: config.health, enabled: config.health.mode === 'on' || (config.health.mode === 'auto' && anyGatewayKey(config)),
+    probe: opts.probe ?? ((gateway, model) => engine.probe(gateway, model)),
+    targets: opts.probeTargets ?? (() => catalog.probeTargets()),
+    records: async () => (await health.records()).rows,
+    recorder, metrics, logger, clock,
+  });
+  monitor.start();
+  const status = new StatusService({ health, stats, directory, config, store, recorder, metrics, monitoringActive, startedAt });
+  return { startedAt, recorder, breakers, catalog, models, engine, tools, search, hub, partner, media, metrics, stats, health, monitor, status };
 }
 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
 export async function stopServices(services: Services): Promise<void> {
+  await services.monitor.stop();
   await services.catalog.stop();
   await services.recorder.stop();
+  await services.health.stop();
   await closeAgents();
 }

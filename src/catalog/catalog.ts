@@ -286,6 +286,18 @@ export class Catalog implements CatalogReader {
     };
   }
 
+  /** Active chat offers of configured gateways: what the active health monitor probes. */
+  probeTargets(): Array<{ gateway: string; model: string; provider: string }> {
+    return this.snap.entries
+      .filter((e) => e.o.isActive && this.isConfigured(e.o.gateway) && e.o.modalities.output.includes('text'))
+      .map((e) => ({ gateway: e.o.gateway, model: e.o.modelId, provider: e.o.developer }));
+  }
+
+  /** Active models this instance holds for a gateway (status/detailed). */
+  cachedModels(gateway: string): number {
+    return (this.snap.byGateway.get(gateway) ?? []).filter((e) => e.o.isActive).length;
+  }
+
   listRouters() {
     const routers = this.opts.seeds.routers.map(routerView);
     return { routers, count: routers.length };

@@ -204,6 +204,25 @@ export class ChatEngine {
     throw e;
   }
 
+  /**
+   * The active health monitor's probe: a one-token request to one (gateway, model), outside billing and the
+   * breaker (the monitor records its own observation).
+   */
+  async probe(gateway: string, modelId: string): Promise<{ ok: boolean; status: string; latencyMs: number; error: string | null }> {
+    const offer = this.d.catalog.resolve(modelId).find((o) => o.gateway === gateway);
+    const adapter = this.d.providers[gateway];
+    if (!offer || !adapter || !this.d.catalog.upstream(gateway)) return { ok: false, status: 'error', latencyMs: 0, error: 'not configured' };
+    const req: ChatRequest = { model: modelId, messages: [{ role: 'user', content: 'ping' }], maxTokens: 1, stream: false, includeUsage: false, extra: {} };
+    const started = Date.now();
+    try {
+      await adapter.chat(req, this.target(offer), AbortSignal.timeout(this.d.config.upstreamFirstByteTimeoutMs));
+      return { ok: true, status: 'success', latencyMs: Date.now() - started, error: null };
+    } catch (err) {
+      const e = err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err));
+      return { ok: false, status: outcomeOf(e), latencyMs: Date.now() - started, error: e.message };
+    }
+  }
+
   async complete(req: ChatRequest, ctx: CallContext): Promise<{ result: ChatResult; served: Served }> {
     const offers = this.candidates(req, ctx.pinGateway);
     const hold = await this.hold(req, offers, ctx);

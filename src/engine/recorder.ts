@@ -53,20 +53,25 @@ export class Recorder {
     const usage = this.usage.splice(0);
     const health = this.health.splice(0);
     this.flushing = (async () => {
+      // Listeners see only what was written: a batch that failed is retried and would be seen twice.
+      let wroteUsage: UsageRecord[] = usage;
+      let wroteHealth: HealthObservation[] = health;
       try {
         if (usage.length) await this.store.usage.insertMany(usage);
       } catch (err) {
         this.usage.unshift(...usage);
+        wroteUsage = [];
         this.logger.error({ err, records: usage.length }, 'usage flush failed; will retry');
       }
       try {
         if (health.length) await this.store.health.record(health);
       } catch (err) {
         this.health.unshift(...health);
+        wroteHealth = [];
         this.logger.error({ err, records: health.length }, 'health flush failed; will retry');
       }
       for (const fn of this.listeners) {
-        try { fn(usage, health); } catch (err) { this.logger.warn({ err }, 'recorder listener failed'); }
+        try { fn(wroteUsage, wroteHealth); } catch (err) { this.logger.warn({ err }, 'recorder listener failed'); }
       }
     })();
     try {

@@ -1,12 +1,13 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
+import { applyHealthBuckets, healthBucketDeltas } from './rollups.js';
 
 export interface HealthObservation {
   gateway: string;
   model: string;
   provider: string;
   ok: boolean;
-  /** success | error | timeout | rate_limited | … */
+  /** success | error | timeout | rate_limited */
   status: string;
   latencyMs: number | null;
   error: string | null;
@@ -14,38 +15,69 @@ export interface HealthObservation {
   source: 'passive' | 'probe';
 }
 
-/** Per (gateway, model) health counters plus a history of observations for uptime windows. */
+/** One (gateway, model)'s observations of a batch folded into a counter update, as if applied one by one. */
+function fold(obs: HealthObservation[]) {
+  const last = obs[obs.length - 1];
+  let lastOk = -1;
+  let lastFail = -1;
+  obs.forEach((o, i) => { if (o.ok) lastOk = i; else lastFail = i; });
+  const successes = obs.filter((o) => o.ok).length;
+  return {
+    gateway: last.gateway, model: last.model, provider: last.provider,
+    calls: obs.length, successes, errors: obs.length - successes,
+    total_latency_ms: obs.reduce((s, o) => s + (o.latencyMs ?? 0), 0),
+    /** failures after the batch's last success; without one, they add to the stored run */
+    consecutive_failures: lastOk >= 0 ? obs.length - 1 - lastOk : obs.length, anyOk: lastOk >= 0,
+    last_status: last.status, last_latency_ms: last.latencyMs, last_checked: last.ts,
+    last_error: lastFail >= 0 ? obs[lastFail].error : null, anyFail: lastFail >= 0,
+    last_success: lastOk >= 0 ? obs[lastOk].ts : null, last_failure: lastFail >= 0 ? obs[lastFail].ts : null,
+  };
+}
+
+/**
+ * Per (gateway, model) health counters, a history of observations (the last calls, for status) and 5-minute
+ * buckets (24 h counters and uptime), written together in one transaction.
+ */
 export class HealthRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Applies a batch of observations in one transaction (the recorder batches them off the request path). */
+  /** Applies a batch of observations (the recorder batches them off the request path). */
   async record(batch: HealthObservation[]): Promise<void> {
     if (!batch.length) return;
+    const byPair = new Map<string, HealthObservation[]>();
+    for (const o of batch) {
+      const k = `${o.gateway}\u0000${o.model}`;
+      const list = byPair.get(k);
+      if (list) list.push(o); else byPair.set(k, [o]);
+    }
+    // one upsert per pair, in key order (concurrent PostgreSQL writers then lock rows in one order)
+    const folds = [...byPair.keys()].sort().map((k) => fold(byPair.get(k)!));
     await this.db.transaction().execute(async (trx) => {
-      for (const o of batch) {
-        const ok = o.ok ? 1 : 0;
-        const lat = o.latencyMs ?? 0;
+      for (const f of folds) {
         await trx.insertInto('model_health').values({
-          gateway: o.gateway, model: o.model, provider: o.provider, calls: 1, successes: ok, errors: 1 - ok,
-          total_latency_ms: lat, consecutive_failures: 1 - ok, last_status: o.status, last_error: o.error,
-          last_latency_ms: o.latencyMs, last_checked: o.ts, last_success: o.ok ? o.ts : null, last_failure: o.ok ? null : o.ts,
+          gateway: f.gateway, model: f.model, provider: f.provider, calls: f.calls, successes: f.successes, errors: f.errors,
+          total_latency_ms: f.total_latency_ms, consecutive_failures: f.consecutive_failures, last_status: f.last_status,
+          last_error: f.last_error, last_latency_ms: f.last_latency_ms, last_checked: f.last_checked,
+          last_success: f.last_success, last_failure: f.last_failure,
         }).onConflict((oc) => oc.columns(['gateway', 'model']).doUpdateSet({
-          calls: sql`model_health.calls + 1`,
-          successes: sql`model_health.successes + ${ok}`,
-          errors: sql`model_health.errors + ${1 - ok}`,
-          total_latency_ms: sql`model_health.total_latency_ms + ${lat}`,
-          consecutive_failures: o.ok ? 0 : sql`model_health.consecutive_failures + 1`,
-          last_status: o.status,
-          last_error: o.ok ? sql`model_health.last_error` : o.error,
-          last_latency_ms: o.latencyMs,
-          last_checked: o.ts,
-          last_success: o.ok ? o.ts : sql`model_health.last_success`,
-          last_failure: o.ok ? sql`model_health.last_failure` : o.ts,
+          calls: sql`model_health.calls + ${f.calls}`,
+          successes: sql`model_health.successes + ${f.successes}`,
+          errors: sql`model_health.errors + ${f.errors}`,
+          total_latency_ms: sql`model_health.total_latency_ms + ${f.total_latency_ms}`,
+          consecutive_failures: f.anyOk ? f.consecutive_failures : sql`model_health.consecutive_failures + ${f.calls}`,
+          last_status: f.last_status,
+          last_error: f.anyFail ? f.last_error : sql`model_health.last_error`,
+          last_latency_ms: f.last_latency_ms,
+          last_checked: f.last_checked,
+          last_success: f.anyOk ? f.last_success : sql`model_health.last_success`,
+          last_failure: f.anyFail ? f.last_failure : sql`model_health.last_failure`,
         })).execute();
       }
-      await trx.insertInto('model_health_history').values(batch.map((o) => ({
+      const rows = batch.map((o) => ({
         gateway: o.gateway, model: o.model, ts: o.ts, ok: o.ok ? 1 : 0, status: o.status, latency_ms: o.latencyMs, source: o.source,
-      }))).execute();
+      }));
+      for (let i = 0; i < rows.length; i += 1000) await trx.insertInto('model_health_history').values(rows.slice(i, i + 1000)).execute();
+      await applyHealthBuckets(trx, healthBucketDeltas(batch));
     });
   }
 

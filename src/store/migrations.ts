@@ -3,6 +3,7 @@
  * autoincrement`, PostgreSQL `bigserial`); everything else is portable column types.
  */
 import { sql, type Kysely, type Migration, type MigrationProvider, type CreateTableBuilder } from 'kysely';
+import { statsMigration } from './migration-0003-stats.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -165,7 +166,7 @@ function catalog(): Migration {
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(dialect), '0002_catalog': catalog() };
+      return { '0001_initial': initial(dialect), '0002_catalog': catalog(), '0003_stats': statsMigration(dialect) };
     },
   };
 }

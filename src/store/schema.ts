@@ -140,6 +140,66 @@ export interface CatalogSyncTable {
   model_count: number;
 }
 
+/**
+ * Rollup of usage_records at two grains, `hour` and `day` (migration 0003), kept in the same transaction as the
+ * raw rows so statistics over long windows read a few rows per day instead of every request. Latency and speed
+ * sums cover successful requests only, as the statistics define their averages.
+ */
+export interface UsageRollupTable {
+  grain: 'hour' | 'day';
+  /** Start of the hour or UTC day, epoch ms. */
+  period: number;
+  gateway: string;
+  provider: string;
+  model: string;
+  requests: number;
+  successes: number;
+  /** error | timeout | rate_limited (cancelled counts in requests only) */
+  failures: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_nano: number;
+  latency_sum: number;
+  ttft_sum: number;
+  ttft_n: number;
+  tps_sum: number;
+  tps_n: number;
+}
+
+/**
+ * When each key owner was last seen per scope ('' = any): (gateway, ''), ('', model), (gateway, model) and
+ * ('', ''). Every statistics window ends now, so "distinct users in the window" is exactly "users whose
+ * last_at is inside it": an index range count instead of a distinct over all requests.
+ */
+export interface UsageUserSeenTable {
+  scope_gateway: string;
+  scope_model: string;
+  user_id: number;
+  last_at: number;
+}
+
+/** Health calls per (gateway, model) and 5-minute bucket: the unit of uptime and of the 24 h counters. */
+export interface ModelHealthBucketsTable {
+  gateway: string;
+  model: string;
+  bucket: number;
+  calls: number;
+  successes: number;
+  latency_sum: number;
+  latency_n: number;
+}
+
+/** A period during which a model was `unhealthy` on a gateway; at most one open (resolved_at null) per pair. */
+export interface HealthIncidentsTable {
+  id: Generated<number>;
+  gateway: string;
+  model: string;
+  provider: string;
+  started_at: number;
+  resolved_at: number | null;
+  error_message: string | null;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -153,4 +213,8 @@ export interface Database {
   model_health_history: ModelHealthHistoryTable;
   catalog_offers: CatalogOffersTable;
   catalog_sync: CatalogSyncTable;
+  usage_rollup: UsageRollupTable;
+  usage_user_seen: UsageUserSeenTable;
+  model_health_buckets: ModelHealthBucketsTable;
+  health_incidents: HealthIncidentsTable;
 }

@@ -1,5 +1,6 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, UsageRecordsTable } from './schema.js';
+import { applyUsageDeltas, rebuildUsageRollups, usageDeltas } from './rollups.js';
 
 export type UsageRecord = Insertable<UsageRecordsTable>;
 
@@ -7,11 +8,30 @@ export type UsageRecord = Insertable<UsageRecordsTable>;
 export class UsageRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
+  /** Inserts raw rows and folds them into the rollups in one transaction (statistics read both). */
   async insertMany(records: UsageRecord[]): Promise<void> {
-    // Chunked so one statement stays under SQLite's bound-parameter limit.
-    for (let i = 0; i < records.length; i += 500) {
-      await this.db.insertInto('usage_records').values(records.slice(i, i + 500)).execute();
-    }
+    if (!records.length) return;
+    const deltas = usageDeltas(records);
+    await this.db.transaction().execute(async (trx) => {
+      // Chunked so one statement stays under SQLite's bound-parameter limit.
+      for (let i = 0; i < records.length; i += 500) {
+        await trx.insertInto('usage_records').values(records.slice(i, i + 500)).execute();
+      }
+      await applyUsageDeltas(trx, deltas);
+    });
+  }
+
+  /** Bulk load without rollups (seeding); call rebuildRollups() afterwards. */
+  async insertRaw(records: UsageRecord[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < records.length; i += 500) {
+        await trx.insertInto('usage_records').values(records.slice(i, i + 500)).execute();
+      }
+    });
+  }
+
+  async rebuildRollups(): Promise<void> {
+    await this.db.transaction().execute((trx) => rebuildUsageRollups(trx));
   }
 
   async byRequestId(requestId: string) {

@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { KeyService } from '../../src/auth.js';
-import { buildServices, stopServices, type Services } from '../../src/services.js';
+import { buildServices, stopServices, type Services, type ServiceOptions } from '../../src/services.js';
 import { createApp } from '../../src/app.js';
 import { usdToNano } from '../../src/store/credits.js';
 import { configFor, type TestDialect } from './db.js';
@@ -26,7 +26,7 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(opts: { dialect?: TestDialect; env?: Record<string, string>; services?: Partial<Services> } = {}): Promise<TestGateway> {
+export async function startTestGateway(opts: { dialect?: TestDialect; env?: Record<string, string>; services?: ServiceOptions; wiring?: ServiceOptions } = {}): Promise<TestGateway> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-data-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -44,7 +44,7 @@ export async function startTestGateway(opts: { dialect?: TestDialect; env?: Reco
   const logger = createLogger(config.logLevel);
   const store = await openStore(config.database);
   const keys = new KeyService(store.keys, config.keyHashSecret, config.adminApiKey);
-  const services = await buildServices(config, store, logger, opts.services);
+  const services = await buildServices(config, store, logger, { ...opts.services, ...opts.wiring });
   const app = await createApp({ config, store, keys, logger, services });
   return {
     app, store, keys, config, services,

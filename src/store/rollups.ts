@@ -1,0 +1,160 @@
+/**
+ * Rollups kept beside the raw rows (migration 0002): the hourly and daily usage rollup, the per-scope "last seen" of key
+ * owners, and the 5-minute health buckets. Each batch of raw rows is folded into deltas here (one upsert per
+ * key, keys sorted so concurrent PostgreSQL writers lock rows in one order and never deadlock) and written in
+ * the raw rows' transaction, so a reader never sees one without the other. `rebuild*` recompute them from the
+ * raw rows with the same definitions in SQL (used by the migration and by bulk seeding).
+ */
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import type { Database, ModelHealthBucketsTable, UsageRollupTable, UsageUserSeenTable } from './schema.js';
+import type { UsageRecord } from './usage.js';
+import type { HealthObservation } from './health.js';
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
+export const GRAINS = [['hour', HOUR_MS], ['day', DAY_MS]] as const;
+/** Health bucket width: uptime is counted in 5-minute buckets. */
+export const BUCKET_MS = 300_000;
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** The statuses a request can fail with; `cancelled` (the client went away) is neither success nor failure. */
+export const FAILURE_STATUSES = ['error', 'timeout', 'rate_limited'] as const;
+
+/** Completion tokens per second of one successful request, or null when it generated nothing measurable. */
+export function tokensPerSecond(r: { status: string; completion_tokens?: number; latency_ms?: number; ttft_ms?: number | null }): number | null {
+  const gen = (r.latency_ms ?? 0) - (r.ttft_ms ?? 0);
+  const ct = r.completion_tokens ?? 0;
+  return r.status === 'success' && ct > 0 && gen > 0 ? (ct * 1000) / gen : null;
+}
+
+/**
+ * One raw usage row projected to the rollup's columns: the same definitions as usageDeltas, in SQL, so a
+ * statistic over "rollup hours + raw edge rows" equals the same statistic over raw rows only.
+ */
+export const RAW_FACT_COLUMNS: RawBuilder<unknown> = sql`gateway, provider, model,
+  1 as requests,
+  case when status = 'success' then 1 else 0 end as successes,
+  case when status in ('error', 'timeout', 'rate_limited') then 1 else 0 end as failures,
+  prompt_tokens, completion_tokens, cost_nano,
+  case when status = 'success' then latency_ms else 0 end as latency_sum,
+  case when status = 'success' and ttft_ms is not null then ttft_ms else 0 end as ttft_sum,
+  case when status = 'success' and ttft_ms is not null then 1 else 0 end as ttft_n,
+  case when status = 'success' and completion_tokens > 0 and latency_ms - coalesce(ttft_ms, 0) > 0
+    then cast(completion_tokens * 1000.0 / (latency_ms - coalesce(ttft_ms, 0)) as double precision) else 0 end as tps_sum,
+  case when status = 'success' and completion_tokens > 0 and latency_ms - coalesce(ttft_ms, 0) > 0 then 1 else 0 end as tps_n`;
+
+const SUM_COLUMNS = ['requests', 'successes', 'failures', 'prompt_tokens', 'completion_tokens', 'cost_nano', 'latency_sum',
+  'ttft_sum', 'ttft_n', 'tps_sum', 'tps_n'] as const;
+
+function addTo(row: UsageRollupTable, r: UsageRecord): void {
+  const ok = r.status === 'success';
+  row.requests += 1;
+  row.successes += ok ? 1 : 0;
+  row.failures += (FAILURE_STATUSES as readonly string[]).includes(r.status) ? 1 : 0;
+  row.prompt_tokens += r.prompt_tokens ?? 0;
+  row.completion_tokens += r.completion_tokens ?? 0;
+  row.cost_nano += r.cost_nano ?? 0;
+  if (ok) row.latency_sum += r.latency_ms ?? 0;
+  if (ok && r.ttft_ms != null) { row.ttft_sum += r.ttft_ms; row.ttft_n += 1; }
+  const tps = tokensPerSecond(r);
+  if (tps !== null) { row.tps_sum += tps; row.tps_n += 1; }
+}
+
+export function usageDeltas(records: UsageRecord[]): { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] } {
+  const rollup = new Map<string, UsageRollupTable>();
+  const seen = new Map<string, UsageUserSeenTable>();
+  for (const r of records) {
+    for (const [grain, span] of GRAINS) {
+      const period = r.created_at - (r.created_at % span);
+      const key = `${grain}\u0000${period}\u0000${r.gateway}\u0000${r.provider}\u0000${r.model}`;
+      let row = rollup.get(key);
+      if (!row) {
+        row = { grain, period, gateway: r.gateway, provider: r.provider, model: r.model, requests: 0, successes: 0, failures: 0,
+          prompt_tokens: 0, completion_tokens: 0, cost_nano: 0, latency_sum: 0, ttft_sum: 0, ttft_n: 0, tps_sum: 0, tps_n: 0 };
+        rollup.set(key, row);
+      }
+      addTo(row, r);
+    }
+    if (r.user_id == null) continue;
+    for (const [g, m] of [['', ''], [r.gateway, ''], ['', r.model], [r.gateway, r.model]]) {
+      const k = `${g}\u0000${m}\u0000${r.user_id}`;
+      const s = seen.get(k);
+      if (!s) seen.set(k, { scope_gateway: g, scope_model: m, user_id: r.user_id, last_at: r.created_at });
+      else if (r.created_at > s.last_at) s.last_at = r.created_at;
+    }
+  }
+  const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  return { rollup: sorted(rollup), seen: sorted(seen) };
+}
+
+export async function applyUsageDeltas(db: Db, d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): Promise<void> {
+  // 15 and 4 parameters a row: chunks stay far below SQLite's and PostgreSQL's bound-parameter limits
+  for (let i = 0; i < d.rollup.length; i += 500) {
+    await db.insertInto('usage_rollup').values(d.rollup.slice(i, i + 500))
+      .onConflict((oc) => oc.columns(['grain', 'period', 'gateway', 'provider', 'model']).doUpdateSet(
+        Object.fromEntries(SUM_COLUMNS.map((c) => [c, sql`usage_rollup.${sql.ref(c)} + excluded.${sql.ref(c)}`])) as any,
+      )).execute();
+  }
+  for (let i = 0; i < d.seen.length; i += 1000) {
+    await db.insertInto('usage_user_seen').values(d.seen.slice(i, i + 1000))
+      .onConflict((oc) => oc.columns(['scope_gateway', 'scope_model', 'user_id']).doUpdateSet({
+        last_at: sql`case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`,
+      })).execute();
+  }
+}
+
+/** Recomputes the usage rollups from usage_records (the migration's backfill; bulk loads). */
+export async function rebuildUsageRollups(db: Db): Promise<void> {
+  await sql`delete from usage_rollup`.execute(db);
+  await sql`delete from usage_user_seen`.execute(db);
+  for (const [grain, span] of GRAINS) {
+    await sql`insert into usage_rollup (grain, period, gateway, provider, model, ${sql.raw(SUM_COLUMNS.join(', '))})
+      select ${sql.lit(grain)}, created_at - (created_at % ${sql.lit(span)}), gateway, provider, model,
+        ${sql.raw(SUM_COLUMNS.map((c) => `sum(${c})`).join(', '))}
+      from (select created_at, ${RAW_FACT_COLUMNS} from usage_records) f
+      group by created_at - (created_at % ${sql.lit(span)}), gateway, provider, model`.execute(db);
+  }
+  // (select-list scope, the columns it groups by): PostgreSQL refuses constants in GROUP BY
+  const scopes: Array<[RawBuilder<unknown>, RawBuilder<unknown>]> = [
+    [sql`'', ''`, sql``], [sql`gateway, ''`, sql`gateway, `], [sql`'', model`, sql`model, `], [sql`gateway, model`, sql`gateway, model, `],
+  ];
+  for (const [cols, groupBy] of scopes) {
+    await sql`insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at)
+      select ${cols}, user_id, max(created_at) from usage_records where user_id is not null
+      group by ${groupBy}user_id`.execute(db);
+  }
+}
+
+export function healthBucketDeltas(batch: HealthObservation[]): ModelHealthBucketsTable[] {
+  const out = new Map<string, ModelHealthBucketsTable>();
+  for (const o of batch) {
+    const bucket = o.ts - (o.ts % BUCKET_MS);
+    const key = `${o.gateway}\u0000${o.model}\u0000${bucket}`;
+    let b = out.get(key);
+    if (!b) out.set(key, (b = { gateway: o.gateway, model: o.model, bucket, calls: 0, successes: 0, latency_sum: 0, latency_n: 0 }));
+    b.calls += 1;
+    b.successes += o.ok ? 1 : 0;
+    if (o.latencyMs != null) { b.latency_sum += o.latencyMs; b.latency_n += 1; }
+  }
+  return [...out.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+}
+
+export async function applyHealthBuckets(db: Db, rows: ModelHealthBucketsTable[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 1000) {
+    await db.insertInto('model_health_buckets').values(rows.slice(i, i + 1000))
+      .onConflict((oc) => oc.columns(['gateway', 'model', 'bucket']).doUpdateSet({
+        calls: sql`model_health_buckets.calls + excluded.calls`,
+        successes: sql`model_health_buckets.successes + excluded.successes`,
+        latency_sum: sql`model_health_buckets.latency_sum + excluded.latency_sum`,
+        latency_n: sql`model_health_buckets.latency_n + excluded.latency_n`,
+      })).execute();
+  }
+}
+
+export async function rebuildHealthBuckets(db: Db): Promise<void> {
+  await sql`delete from model_health_buckets`.execute(db);
+  await sql`insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n)
+    select gateway, model, ts - (ts % ${sql.lit(BUCKET_MS)}), count(*), sum(ok), coalesce(sum(latency_ms), 0), count(latency_ms)
+    from model_health_history group by gateway, model, ts - (ts % ${sql.lit(BUCKET_MS)})`.execute(db);
+}
