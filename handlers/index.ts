@@ -15,6 +15,7 @@ import * as partner from './partner.js';
 import * as catalog from './catalog.js';
 import * as models from './models.js';
 import * as media from './media.js';
+import * as docs from './docs.js';
 
 export const NOT_IMPLEMENTED = [
   // statistics, model health, status (issue 7)
@@ -40,4 +41,5 @@ export const handlers: Record<string, Handler> = {
   ...catalog,
   ...models,
   ...media,
+  ...docs,
 };
