@@ -1509,7 +1509,7 @@ export interface components {
              * @description Whether the model may call several tools in one turn.
              * @default true
              */
-            parallel_tool_calls: boolean | null;
+            parallel_tool_calls?: boolean | null;
             response_format?: components["schemas"]["ChatCompletionResponseFormat"];
             /** @description Sampling temperature (0 focused .. 2 random). */
             temperature?: number | null;
@@ -1523,7 +1523,7 @@ export interface components {
              * @description Number of choices to generate.
              * @default 1
              */
-            n: number | null;
+            n?: number | null;
             /** @description Up to 4 sequences where generation stops. */
             stop?: string | string[] | null;
             /** @description Best-effort deterministic sampling seed. */
@@ -1532,31 +1532,31 @@ export interface components {
              * @description Return log probabilities of the output tokens.
              * @default false
              */
-            logprobs: boolean | null;
+            logprobs?: boolean | null;
             /** @description Number of most likely alternatives returned per token position (needs `logprobs`). */
             top_logprobs?: number | null;
             /**
              * @description Penalty on tokens by their frequency so far.
              * @default 0
              */
-            frequency_penalty: number | null;
+            frequency_penalty?: number | null;
             /**
              * @description Penalty on tokens that already appeared.
              * @default 0
              */
-            presence_penalty: number | null;
+            presence_penalty?: number | null;
             /**
              * @description Stream the answer as server-sent events of `ChatCompletionChunk`.
              * @default false
              */
-            stream: boolean | null;
+            stream?: boolean | null;
             /** @description Streaming options (only with `stream: true`). */
             stream_options?: {
                 /**
                  * @description Send a final chunk with `choices: []`, `usage` and `gateway_usage` before `[DONE]`.
                  * @default false
                  */
-                include_usage: boolean;
+                include_usage?: boolean;
             } | null;
             /** @description End-user identifier, forwarded to upstreams that accept it. */
             user?: string;
@@ -1573,7 +1573,7 @@ export interface components {
              * @description Run a web search on the last user message and prepend the formatted results to it.
              * @default false
              */
-            auto_web_search: boolean;
+            auto_web_search?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -1627,7 +1627,7 @@ export interface components {
                  * @default auto
                  * @enum {string}
                  */
-                detail: "auto" | "low" | "high";
+                detail?: "auto" | "low" | "high";
             };
         };
         /** @description A function call made by the model. */
@@ -1666,7 +1666,7 @@ export interface components {
                  * @description Enforce exact schema adherence where the upstream supports it.
                  * @default false
                  */
-                strict: boolean | null;
+                strict?: boolean | null;
             };
         };
         /** @description `none` (never call tools), `auto` (model decides), `required` (must call one), or one named function. */
@@ -1713,7 +1713,7 @@ export interface components {
                  * @description Enforce strict adherence where supported.
                  * @default false
                  */
-                strict: boolean | null;
+                strict?: boolean | null;
             };
         };
         /** @description OpenAI `chat.completion` object plus the gateway's `gateway_usage`. */
@@ -1923,7 +1923,7 @@ export interface components {
              * @description Stream the answer as Anthropic server-sent events.
              * @default false
              */
-            stream: boolean;
+            stream?: boolean;
             /** @description Request metadata (string values). */
             metadata?: {
                 /** @description Opaque end-user identifier. */
@@ -2047,7 +2047,7 @@ export interface components {
              * @description True when the tool failed.
              * @default false
              */
-            is_error: boolean;
+            is_error?: boolean;
             /** @description Optional prompt-cache breakpoint. */
             cache_control?: components["schemas"]["AnthropicCacheControl"] | null;
         };
@@ -2298,12 +2298,12 @@ export interface components {
              * @description `<width>x<height>` in pixels; allowed sizes depend on the model.
              * @default 1024x1024
              */
-            size: string;
+            size?: string;
             /**
              * @description Number of images.
              * @default 1
              */
-            n: number;
+            n?: number;
             /**
              * @description Quality level; allowed values depend on the model.
              * @enum {string}
@@ -2314,7 +2314,7 @@ export interface components {
              * @default url
              * @enum {string}
              */
-            response_format: "url" | "b64_json";
+            response_format?: "url" | "b64_json";
             /** @description Style hint where supported (e.g. `vivid`, `natural`). */
             style?: string;
             /** @description End-user identifier, forwarded where accepted. */
@@ -2371,7 +2371,7 @@ export interface components {
              * @description Transcription model id.
              * @default whisper-1
              */
-            model: string;
+            model?: string;
             /** @description Language hint (ISO-639-1, e.g. `en`); improves accuracy and latency. */
             language?: string;
             /** @description Context or vocabulary to guide the transcript. */
@@ -2380,13 +2380,13 @@ export interface components {
              * @description 0 deterministic .. 1 creative.
              * @default 0
              */
-            temperature: number;
+            temperature?: number;
             /**
              * @description Transcript format; `verbose_json` adds language, duration, segments and words.
              * @default json
              * @enum {string}
              */
-            response_format: "json" | "text" | "srt" | "verbose_json" | "vtt";
+            response_format?: "json" | "text" | "srt" | "verbose_json" | "vtt";
             /** @description Timestamp detail for `verbose_json` (repeat the field for several values). */
             "timestamp_granularities[]"?: ("word" | "segment")[];
             /** @description Upstream gateway id; derived from `model` when absent. */
@@ -2400,12 +2400,12 @@ export interface components {
              * @description File name whose extension gives the format.
              * @default recording.webm
              */
-            filename: string;
+            filename?: string;
             /**
              * @description Transcription model id.
              * @default whisper-1
              */
-            model: string;
+            model?: string;
             /** @description Language hint (ISO-639-1). */
             language?: string;
             /** @description Context or vocabulary to guide the transcript. */
@@ -2414,13 +2414,13 @@ export interface components {
              * @description 0 deterministic .. 1 creative (sent as a form string, read as a number).
              * @default 0
              */
-            temperature: number;
+            temperature?: number;
             /**
              * @description Transcript format.
              * @default json
              * @enum {string}
              */
-            response_format: "json" | "text" | "srt" | "verbose_json" | "vtt";
+            response_format?: "json" | "text" | "srt" | "verbose_json" | "vtt";
             /** @description Upstream gateway id; derived from `model` when absent. */
             provider?: string;
         };
@@ -2575,7 +2575,7 @@ export interface components {
              * @description Display title.
              * @default New chat
              */
-            title: string;
+            title?: string;
             /** @description Model to use in the session (informational; completions still name their model). */
             model?: string;
         };
@@ -3354,7 +3354,7 @@ export interface components {
              * @description Arguments, validated against the tool's parameter schema.
              * @default {}
              */
-            parameters: Record<string, never>;
+            parameters?: Record<string, never>;
         };
         ToolExecuteResponse: {
             /** @description Whether the tool produced a result. */
@@ -3377,18 +3377,18 @@ export interface components {
              * @description Maximum number of sources.
              * @default 5
              */
-            max_results: number;
+            max_results?: number;
             /**
              * @description Search depth passed to the search service (`advanced` is slower and more thorough).
              * @default basic
              * @enum {string}
              */
-            search_depth: "basic" | "advanced";
+            search_depth?: "basic" | "advanced";
             /**
              * @description Ask the search service for a generated answer summary.
              * @default true
              */
-            include_answer: boolean;
+            include_answer?: boolean;
             /** @description Only return results from these domains (host names). */
             include_domains?: string[];
             /** @description Never return results from these domains (host names). */
@@ -3397,7 +3397,7 @@ export interface components {
              * @description Maximum characters per snippet in `sources` and `context`.
              * @default 300
              */
-            max_snippet_length: number;
+            max_snippet_length?: number;
         };
         SearchAugmentSource: {
             /** @description Page title. */
