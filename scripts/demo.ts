@@ -2,7 +2,7 @@
  * npm run demo: the gateway in front of the upstream simulator, with a funded key, ready to try.
  *
  * Starts scripts/simulator.ts (OpenAI, Anthropic and Gemini wire formats on 127.0.0.1) and src/main.ts with
- * OPENAI_/ANTHROPIC_/GOOGLE_ BASE_URL pointed at it, a temporary DATA_DIR (embedded SQLite) and a key with
+ * OPENAI_/ANTHROPIC_/GOOGLE_/GROQ_ BASE_URL pointed at it, a temporary DATA_DIR (embedded SQLite) and a key with
  * 10 USD of credits made by scripts/keys.ts. It waits until catalog discovery has picked up the simulator's model
  * list, sends each snippet's request once to check it, then prints the curl, OpenAI-SDK and Anthropic-SDK
  * snippets on stdout (progress goes to stderr). Ctrl+C stops both processes and removes the data directory.
@@ -186,6 +186,8 @@ async function main(): Promise<void> {
     OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${simUrl}/v1`,
     ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: simUrl,
     GOOGLE_API_KEY: UPSTREAM_KEY, GOOGLE_BASE_URL: simUrl,
+    // Groq's catalog offers whisper-large-v3, so transcription has a model to route to in the demo.
+    GROQ_API_KEY: UPSTREAM_KEY, GROQ_BASE_URL: `${simUrl}/v1`,
   };
   progress(`creating a key with ${CREDITS_USD} USD of credits`);
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'demo', '--credits', String(CREDITS_USD)], { ...env, LOG_LEVEL: 'silent' })).split('\n').pop()!;
