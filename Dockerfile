@@ -1,5 +1,6 @@
 # The gateway image. Its steps mirror .ci/run: "services" are the postgres and redis containers of
-# docker-compose.yml, "install" is the same `npm ci` from the lock file, "test" is the same `npm test`
+# docker-compose.yml, "browser" is Debian's chromium (test target), "install" is the same `npm ci` from the
+# lock file, "test" is the same `npm test`
 # (target `test`). No Docker engine runs on the machines this project is developed on: this file is
 # written to match .ci/run but is untested here.
 FROM node:20-bookworm-slim AS base
