@@ -1445,6 +1445,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openapi.yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This OpenAPI document as YAML
+         * @description Returns `spec/openapi.yaml` byte for byte, as written by hand (comments and key order kept), for client
+         *     generators and editors that prefer YAML. The same document as JSON is `GET /openapi.json`; an interactive
+         *     reference that reads it is served at `/docs`.
+         */
+        get: operations["getOpenApiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1494,7 +1516,7 @@ export interface components {
              * @description Whether the model may call several tools in one turn.
              * @default true
              */
-            parallel_tool_calls: boolean | null;
+            parallel_tool_calls?: boolean | null;
             response_format?: components["schemas"]["ChatCompletionResponseFormat"];
             /** @description Sampling temperature (0 focused .. 2 random). */
             temperature?: number | null;
@@ -1508,7 +1530,7 @@ export interface components {
              * @description Number of choices to generate.
              * @default 1
              */
-            n: number | null;
+            n?: number | null;
             /** @description Up to 4 sequences where generation stops. */
             stop?: string | string[] | null;
             /** @description Best-effort deterministic sampling seed. */
@@ -1517,31 +1539,31 @@ export interface components {
              * @description Return log probabilities of the output tokens.
              * @default false
              */
-            logprobs: boolean | null;
+            logprobs?: boolean | null;
             /** @description Number of most likely alternatives returned per token position (needs `logprobs`). */
             top_logprobs?: number | null;
             /**
              * @description Penalty on tokens by their frequency so far.
              * @default 0
              */
-            frequency_penalty: number | null;
+            frequency_penalty?: number | null;
             /**
              * @description Penalty on tokens that already appeared.
              * @default 0
              */
-            presence_penalty: number | null;
+            presence_penalty?: number | null;
             /**
              * @description Stream the answer as server-sent events of `ChatCompletionChunk`.
              * @default false
              */
-            stream: boolean | null;
+            stream?: boolean | null;
             /** @description Streaming options (only with `stream: true`). */
             stream_options?: {
                 /**
                  * @description Send a final chunk with `choices: []`, `usage` and `gateway_usage` before `[DONE]`.
                  * @default false
                  */
-                include_usage: boolean;
+                include_usage?: boolean;
             } | null;
             /** @description End-user identifier, forwarded to upstreams that accept it. */
             user?: string;
@@ -1558,7 +1580,7 @@ export interface components {
              * @description Run a web search on the last user message and prepend the formatted results to it.
              * @default false
              */
-            auto_web_search: boolean;
+            auto_web_search?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -1612,7 +1634,7 @@ export interface components {
                  * @default auto
                  * @enum {string}
                  */
-                detail: "auto" | "low" | "high";
+                detail?: "auto" | "low" | "high";
             };
         };
         /** @description A function call made by the model. */
@@ -1651,7 +1673,7 @@ export interface components {
                  * @description Enforce exact schema adherence where the upstream supports it.
                  * @default false
                  */
-                strict: boolean | null;
+                strict?: boolean | null;
             };
         };
         /** @description `none` (never call tools), `auto` (model decides), `required` (must call one), or one named function. */
@@ -1698,7 +1720,7 @@ export interface components {
                  * @description Enforce strict adherence where supported.
                  * @default false
                  */
-                strict: boolean | null;
+                strict?: boolean | null;
             };
         };
         /** @description OpenAI `chat.completion` object plus the gateway's `gateway_usage`. */
@@ -1908,7 +1930,7 @@ export interface components {
              * @description Stream the answer as Anthropic server-sent events.
              * @default false
              */
-            stream: boolean;
+            stream?: boolean;
             /** @description Request metadata (string values). */
             metadata?: {
                 /** @description Opaque end-user identifier. */
@@ -2032,7 +2054,7 @@ export interface components {
              * @description True when the tool failed.
              * @default false
              */
-            is_error: boolean;
+            is_error?: boolean;
             /** @description Optional prompt-cache breakpoint. */
             cache_control?: components["schemas"]["AnthropicCacheControl"] | null;
         };
@@ -2283,12 +2305,12 @@ export interface components {
              * @description `<width>x<height>` in pixels; allowed sizes depend on the model.
              * @default 1024x1024
              */
-            size: string;
+            size?: string;
             /**
              * @description Number of images.
              * @default 1
              */
-            n: number;
+            n?: number;
             /**
              * @description Quality level; allowed values depend on the model.
              * @enum {string}
@@ -2299,7 +2321,7 @@ export interface components {
              * @default url
              * @enum {string}
              */
-            response_format: "url" | "b64_json";
+            response_format?: "url" | "b64_json";
             /** @description Style hint where supported (e.g. `vivid`, `natural`). */
             style?: string;
             /** @description End-user identifier, forwarded where accepted. */
@@ -2356,7 +2378,7 @@ export interface components {
              * @description Transcription model id.
              * @default whisper-1
              */
-            model: string;
+            model?: string;
             /** @description Language hint (ISO-639-1, e.g. `en`); improves accuracy and latency. */
             language?: string;
             /** @description Context or vocabulary to guide the transcript. */
@@ -2365,13 +2387,13 @@ export interface components {
              * @description 0 deterministic .. 1 creative.
              * @default 0
              */
-            temperature: number;
+            temperature?: number;
             /**
              * @description Transcript format; `verbose_json` adds language, duration, segments and words.
              * @default json
              * @enum {string}
              */
-            response_format: "json" | "text" | "srt" | "verbose_json" | "vtt";
+            response_format?: "json" | "text" | "srt" | "verbose_json" | "vtt";
             /** @description Timestamp detail for `verbose_json` (repeat the field for several values). */
             "timestamp_granularities[]"?: ("word" | "segment")[];
             /** @description Upstream gateway id; derived from `model` when absent. */
@@ -2385,12 +2407,12 @@ export interface components {
              * @description File name whose extension gives the format.
              * @default recording.webm
              */
-            filename: string;
+            filename?: string;
             /**
              * @description Transcription model id.
              * @default whisper-1
              */
-            model: string;
+            model?: string;
             /** @description Language hint (ISO-639-1). */
             language?: string;
             /** @description Context or vocabulary to guide the transcript. */
@@ -2399,13 +2421,13 @@ export interface components {
              * @description 0 deterministic .. 1 creative (sent as a form string, read as a number).
              * @default 0
              */
-            temperature: number;
+            temperature?: number;
             /**
              * @description Transcript format.
              * @default json
              * @enum {string}
              */
-            response_format: "json" | "text" | "srt" | "verbose_json" | "vtt";
+            response_format?: "json" | "text" | "srt" | "verbose_json" | "vtt";
             /** @description Upstream gateway id; derived from `model` when absent. */
             provider?: string;
         };
@@ -2560,7 +2582,7 @@ export interface components {
              * @description Display title.
              * @default New chat
              */
-            title: string;
+            title?: string;
             /** @description Model to use in the session (informational; completions still name their model). */
             model?: string;
         };
@@ -3339,7 +3361,7 @@ export interface components {
              * @description Arguments, validated against the tool's parameter schema.
              * @default {}
              */
-            parameters: Record<string, never>;
+            parameters?: Record<string, never>;
         };
         ToolExecuteResponse: {
             /** @description Whether the tool produced a result. */
@@ -3362,18 +3384,18 @@ export interface components {
              * @description Maximum number of sources.
              * @default 5
              */
-            max_results: number;
+            max_results?: number;
             /**
              * @description Search depth passed to the search service (`advanced` is slower and more thorough).
              * @default basic
              * @enum {string}
              */
-            search_depth: "basic" | "advanced";
+            search_depth?: "basic" | "advanced";
             /**
              * @description Ask the search service for a generated answer summary.
              * @default true
              */
-            include_answer: boolean;
+            include_answer?: boolean;
             /** @description Only return results from these domains (host names). */
             include_domains?: string[];
             /** @description Never return results from these domains (host names). */
@@ -3382,7 +3404,7 @@ export interface components {
              * @description Maximum characters per snippet in `sources` and `context`.
              * @default 300
              */
-            max_snippet_length: number;
+            max_snippet_length?: number;
         };
         SearchAugmentSource: {
             /** @description Page title. */
@@ -6112,6 +6134,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getOpenApiYaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI 3.1 document in YAML. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": string;
                 };
             };
             default: components["responses"]["Error"];

@@ -41,6 +41,8 @@ async function saveTurn(ctx: HandlerCtx, session: ChatSession | undefined, userT
     ...(userText !== undefined ? [{ role: 'user', content: userText, model, tokens: served.usage.promptTokens }] : []),
     { role: 'assistant', content: reply, model, tokens: served.usage.completionTokens },
   ]);
+  // The spec: the session's `model` becomes the request's `model` (as the client named it).
+  if (typeof ctx.body?.model === 'string') await ctx.deps.store.sessions.update(session.user_id, session.id, { model: ctx.body.model });
 }
 
 /**

@@ -15,6 +15,7 @@ import * as partner from './partner.js';
 import * as catalog from './catalog.js';
 import * as models from './models.js';
 import * as media from './media.js';
+import * as docs from './docs.js';
 
 import * as stats from './stats.js';
 import * as modelHealth from './modelHealth.js';
@@ -42,4 +43,5 @@ export const handlers: Record<string, Handler> = {
   ...stats,
   ...modelHealth,
   ...status,
+  ...docs,
 };

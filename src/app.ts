@@ -22,6 +22,7 @@ import { handlers } from '../handlers/index.js';
 import { installFastRouter } from './router.js';
 import { transcriptionBodies } from './media/upload.js';
 import { opsRoutes } from './ops-routes.js';
+import { docsRouter } from './docs.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -186,6 +187,8 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
     next();
   });
+  // The interactive API reference (HTML and static assets, not spec operations; its CSP is in src/docs.ts).
+  app.use(docsRouter());
   // Transcription bodies (multipart streamed with busboy, base64 forms up to the upload limit) before the
   // generic parsers; their fields are then validated by the spec like any body.
   app.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));

@@ -229,10 +229,19 @@ export class Catalog implements CatalogReader {
       try {
         const targets = this.gatewayList.filter((g) => this.configured.has(g.id) && (!only || only.includes(g.id)));
         const results: SyncResult[] = [];
+        // Progress for a long sync (many gateways, slow lists): one line per gateway as it ends, `done/of`.
+        const t0 = Date.now();
+        let done = 0;
+        const progress = () => `${++done}/${targets.length}`;
+        if (targets.length) this.opts.logger.info({ gateways: targets.map((g) => g.id) }, 'catalog sync: started');
         for (const wave of ['fast', 'slow']) {
-          results.push(...await Promise.all(targets.filter((g) => g.priority === wave).map((g) => this.syncGateway(g))));
+          results.push(...await Promise.all(targets.filter((g) => g.priority === wave).map((g) => this.syncGateway(g, progress))));
         }
-        if (results.length) this.rebuild();
+        if (results.length) {
+          this.rebuild();
+          const failed = results.filter((r) => !r.ok).map((r) => r.gateway);
+          this.opts.logger.info({ ok: results.length - failed.length, failed, ms: Date.now() - t0 }, 'catalog sync: finished');
+        }
         return results;
       } finally {
         this.syncing = undefined;
@@ -241,7 +250,7 @@ export class Catalog implements CatalogReader {
     return this.syncing;
   }
 
-  private async syncGateway(g: GatewayInfo): Promise<SyncResult> {
+  private async syncGateway(g: GatewayInfo, progress: () => string): Promise<SyncResult> {
     const { config, logger, store } = this.opts;
     const up = this.upstream(g.id)!;
     const state = this.syncState.get(g.id)!;
@@ -265,13 +274,13 @@ export class Catalog implements CatalogReader {
         upstream_model: r.upstream_model,
       })));
       state.lastSync = at;
-      logger.info({ gateway: g.id, models: rows.length, ms: at - t0 }, 'catalog sync: model list updated');
+      logger.info({ gateway: g.id, models: rows.length, ms: at - t0, progress: progress() }, 'catalog sync: model list updated');
       return { gateway: g.id, ok: true, models: rows.length };
     } catch (err) {
       const message = sanitise(err, up.apiKey);
       state.lastError = message;
       await store?.catalog.markAttempt(g.id, Date.now()).catch(() => {});
-      logger.warn({ gateway: g.id, error: message, ms: Date.now() - t0 }, 'catalog sync failed: serving the last known list');
+      logger.warn({ gateway: g.id, error: message, ms: Date.now() - t0, progress: progress() }, 'catalog sync failed: serving the last known list');
       return { gateway: g.id, ok: false, error: message };
     }
   }
