@@ -224,7 +224,7 @@ function mediaConfig(env: Record<string, string | undefined>): MediaConfig {
   const base = env.GOOGLE_VERTEX_BASE_URL;
   if (base && !/^https?:\/\/[^/?#]+/.test(base)) throw new ConfigError('GOOGLE_VERTEX_BASE_URL', `must be an http(s) URL, got "${base}"`);
   return {
-    defaultImageModel: env.IMAGE_DEFAULT_MODEL || 'dall-e-3',
+    defaultImageModel: env.IMAGE_DEFAULT_MODEL || 'gpt-image-1',
     vertex: {
       baseUrl: (base || 'https://{location}-aiplatform.googleapis.com').replace(/\/+$/, ''),
       accessToken: env.GOOGLE_VERTEX_ACCESS_TOKEN || undefined,

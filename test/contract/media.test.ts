@@ -15,7 +15,7 @@ describe('contract: image and transcription requests', function () {
   let admin: { Authorization: string };
 
   before(async () => {
-    s = await startMediaStack({ env: { UPLOAD_LIMIT: '200kb' } });
+    s = await startMediaStack({ env: { UPLOAD_LIMIT: '200kb', IMAGE_DEFAULT_MODEL: 'dall-e-3' } });
     const { key } = await s.gateway.newKey(1);
     auth = { Authorization: `Bearer ${key}` };
     admin = { Authorization: `Bearer ${s.gateway.config.adminApiKey}` };
@@ -106,7 +106,7 @@ describe('contract: image and transcription requests', function () {
     expect(loc.body.detail[0].loc).to.deep.equal(['body', 'google_location']);
   });
 
-  it('the default image model is used when none is named (IMAGE_DEFAULT_MODEL, dall-e-3)', async () => {
+  it('the configured default image model is used when none is named (IMAGE_DEFAULT_MODEL=dall-e-3)', async () => {
     const res = await request(s.origin).post('/v1/images/generations').set(auth).send({ prompt: 'a hill' });
     expect(res.status).to.equal(200);
     expect(res.body.gateway_usage).to.include({ model: 'dall-e-3', images: 1 });
