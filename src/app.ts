@@ -19,6 +19,7 @@ import { loadSpec, type SpecDocument } from './spec.js';
 import { coerceFormBody } from './forms.js';
 import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
+import { cors, securityHeaders } from './security.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -145,6 +146,13 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         log: logger,
       };
       try {
+        // Per-key rate limits (src/limits): a 429 here never reaches the handler; the concurrency slot is
+        // given back when the response is over (a stream: after its last byte).
+        const admission = await deps.services.limits.admit(ctx.principal);
+        if (admission) {
+          for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+          res.once('close', admission.release);
+        }
         const reply = await (handler as Handler)(ctx);
         if (!reply || res.headersSent) return;
         sendReply(api, op, req, res, reply, config.validateResponses, logger);
@@ -161,7 +169,11 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'extended');
+  const { inflight } = deps.services;
+  app.use(securityHeaders);
   app.use((req: Request, res: Response, next: NextFunction) => {
+    // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
+    res.once('close', inflight.enter());
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
     (res.locals as Locals).requestId = requestId;
@@ -173,6 +185,13 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     });
     next();
   });
+  app.use(cors(config.reliability));
+  // A stopping instance finishes what it has and refuses new work, so a load balancer retries elsewhere.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (!inflight.draining) return next();
+    res.setHeader('Connection', 'close');
+    sendError(req, res, new ApiError(503, 'service_unavailable', 'This gateway instance is shutting down; retry the request.', 'shutting_down', null, { 'Retry-After': '1' }), logger);
+  });
   // `/v1/status` and `/v1/status/` are one operation.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
@@ -182,8 +201,14 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
   // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a
   // plain object.
-  app.use((req: Request, res: Response) =>
-    api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res));
+  app.use(async (req: Request, res: Response) => {
+    const leave = inflight.enter();
+    try {
+      await api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res);
+    } finally {
+      leave();
+    }
+  });
   app.use((err: any, req: Request, res: Response, _next: NextFunction) => {
     if (err?.type === 'entity.parse.failed') {
       return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]), logger);

@@ -52,7 +52,33 @@ export interface Config {
   hub: HubConfig;
   /** Partner token-catalog facade (src/facades/partner.ts). */
   partner: PartnerConfig;
+  /** Limits, shared state, CORS and crash recovery (src/limits, src/reliability). */
+  reliability: ReliabilityConfig;
   env: Record<string, string | undefined>;
+}
+
+/** Default per-key limits (0 = no limit); a key's own limits (admin operation) override them. */
+export interface RateLimitDefaults {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  concurrentRequests: number;
+}
+
+export interface ReliabilityConfig {
+  limits: RateLimitDefaults;
+  /** Prefix of every Redis key this gateway writes (REDIS_PREFIX), so deployments can share one Redis. */
+  redisPrefix: string;
+  /** Circuit breaker: consecutive failures that open it, and how long it stays open before one trial call. */
+  breakerFailureThreshold: number;
+  breakerCooldownMs: number;
+  /** Browser origins allowed to call the API (CORS_ORIGINS, comma-separated, or `*`); empty = no CORS. */
+  corsOrigins: string[];
+  /** Send `Access-Control-Allow-Credentials: true` to listed origins (never with `*`). */
+  corsAllowCredentials: boolean;
+  /** How often this instance proves it is alive; an instance silent for 3 intervals is dead (its holds are released). */
+  instanceHeartbeatMs: number;
+  /** A JSON catalog file (gateways + offers) used instead of the default catalog (CATALOG_FILE; tests and demos). */
+  catalogFile?: string;
 }
 
 export interface ToolsConfig {
@@ -223,7 +249,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cacheTtlMs: int(env, 'PARTNER_CACHE_TTL_MS', 60_000, 0),
       timeoutMs: int(env, 'PARTNER_TIMEOUT_MS', 10_000, 1),
     },
+    reliability: reliabilityConfig(env),
     env,
+  };
+}
+
+function reliabilityConfig(env: Record<string, string | undefined>): ReliabilityConfig {
+  const corsOrigins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const o of corsOrigins) {
+    if (o !== '*' && !/^https?:\/\/[^/?#\s]+$/.test(o)) throw new ConfigError('CORS_ORIGINS', `each origin must be like https://app.example.com (or *), got "${o}"`);
+  }
+  const prefix = env.REDIS_PREFIX ?? 'gw:';
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must be 1-64 characters of letters, digits, : _ . -');
+  const credentials = bool(env, 'CORS_ALLOW_CREDENTIALS', false);
+  if (credentials && corsOrigins.includes('*')) throw new ConfigError('CORS_ALLOW_CREDENTIALS', 'cannot be used with CORS_ORIGINS=*; list the origins');
+  return {
+    limits: {
+      requestsPerMinute: int(env, 'RATE_LIMIT_RPM', 600, 0),
+      tokensPerMinute: int(env, 'RATE_LIMIT_TPM', 2_000_000, 0),
+      concurrentRequests: int(env, 'RATE_LIMIT_CONCURRENT', 32, 0),
+    },
+    redisPrefix: prefix,
+    breakerFailureThreshold: int(env, 'BREAKER_FAILURE_THRESHOLD', 5, 1, 1000),
+    breakerCooldownMs: int(env, 'BREAKER_COOLDOWN_MS', 30_000, 1),
+    corsOrigins,
+    corsAllowCredentials: credentials,
+    instanceHeartbeatMs: int(env, 'INSTANCE_HEARTBEAT_MS', 5_000, 100, 600_000),
+    catalogFile: env.CATALOG_FILE ? path.resolve(env.CATALOG_FILE) : undefined,
   };
 }
 

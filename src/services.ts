@@ -7,7 +7,16 @@ import type { Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { Recorder } from './engine/recorder.js';
-import { Breakers } from './engine/breaker.js';
+import { Breakers, type CircuitBreakers } from './engine/breaker.js';
+import { RedisBreakers } from './engine/breaker-redis.js';
+import type { Redis } from 'ioredis';
+import { connectRedis } from './reliability/redis.js';
+import { InstanceTracker } from './reliability/instances.js';
+import { InFlight } from './reliability/drain.js';
+import { RateLimiter } from './limits/limiter.js';
+import { MemoryLimitBackend } from './limits/backend.js';
+import { RedisLimitBackend } from './limits/redis-backend.js';
+import { loadCatalogFile } from './catalog/file.js';
 import { ChatEngine, type Upstreams } from './engine/chat.js';
 import { providers } from './providers/registry.js';
 import { closeAgents } from './providers/http.js';
@@ -22,7 +31,16 @@ export interface Services {
   startedAt: Date;
   /** Batched usage and health writes (flushed on stop). */
   recorder: Recorder;
-  breakers: Breakers;
+  /** In this process, or shared through Redis when REDIS_URL is set. */
+  breakers: CircuitBreakers;
+  /** Per-key rate limits (requests/min, tokens/min, concurrency), in memory or shared through Redis. */
+  limits: RateLimiter;
+  /** This process in gateway_instances: reconciles credit holds of dead processes (start-up and heartbeat). */
+  instance: InstanceTracker;
+  /** Requests in flight, for the graceful stop (SIGTERM drains them). */
+  inflight: InFlight;
+  /** The shared-state connection when REDIS_URL is set. */
+  redis?: Redis;
   catalog: CatalogReader & Upstreams;
   engine: ChatEngine;
   /** Built-in tools: listing, validation, billed execution. */
@@ -38,7 +56,17 @@ export interface Services {
 export async function buildServices(config: Config, store: Store, logger: Logger, overrides: Partial<Services> = {}): Promise<Services> {
   const recorder = overrides.recorder ?? new Recorder(store, logger);
   recorder.start();
-  const breakers = overrides.breakers ?? new Breakers();
+  const rel = config.reliability;
+  const redis = overrides.redis ?? (config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined);
+  const breakers: CircuitBreakers = overrides.breakers ?? (redis
+    ? new RedisBreakers(redis, rel.redisPrefix, logger, rel.breakerFailureThreshold, rel.breakerCooldownMs)
+    : new Breakers(rel.breakerFailureThreshold, rel.breakerCooldownMs));
+  breakers.start?.();
+  const limits = overrides.limits ?? new RateLimiter(redis ? new RedisLimitBackend(redis, rel.redisPrefix) : new MemoryLimitBackend(), rel.limits, store.limits, logger);
+  limits.start();
+  recorder.onFlush((usage) => limits.countUsage(usage));
+  const instance = overrides.instance ?? new InstanceTracker(store, logger, rel.instanceHeartbeatMs);
+  await instance.start();
   const catalog = overrides.catalog ?? (await defaultCatalog(config, store, logger));
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
@@ -46,10 +74,12 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const search = new SearchService(tavily, config.tools, logger);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
-  return { startedAt: new Date(), recorder, breakers, catalog, engine, tools, search, hub, partner };
+  return { startedAt: new Date(), recorder, breakers, limits, instance, inflight: new InFlight(), redis, catalog, engine, tools, search, hub, partner };
 }
 
-async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
+async function defaultCatalog(config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
+  // CATALOG_FILE: a small JSON catalog instead of the default one (tests of the real process, demos).
+  if (config.reliability.catalogFile) return loadCatalogFile(config.reliability.catalogFile, config);
   // Replaced by the seeded catalog (src/catalog/) when it lands; until then no model resolves.
   return { resolve: () => [], gateway: () => undefined, gateways: () => [], upstream: () => undefined };
 }
@@ -57,5 +87,9 @@ async function defaultCatalog(_config: Config, _store: Store, _logger: Logger): 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
 export async function stopServices(services: Services): Promise<void> {
   await services.recorder.stop();
+  await services.instance.stop();
+  await services.limits.stop();
+  await services.breakers.stop?.();
+  await services.redis?.quit().catch(() => services.redis?.disconnect());
   await closeAgents();
 }

@@ -15,6 +15,8 @@ import { CreditRepo } from './credits.js';
 import { SessionRepo } from './sessions.js';
 import { UsageRepo } from './usage.js';
 import { HealthRepo } from './health.js';
+import { LimitRepo } from './limits.js';
+import { InstanceRepo } from './instances.js';
 
 // PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -28,6 +30,8 @@ export interface Store {
   sessions: SessionRepo;
   usage: UsageRepo;
   health: HealthRepo;
+  limits: LimitRepo;
+  instances: InstanceRepo;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -81,6 +85,8 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
     sessions: new SessionRepo(db),
     usage: new UsageRepo(db),
     health: new HealthRepo(db),
+    limits: new LimitRepo(db),
+    instances: new InstanceRepo(db),
     async ping() {
       try {
         await sql`select 1`.execute(db);

@@ -1,0 +1,54 @@
+/**
+ * Browser-facing protections of a JSON API. Every response carries headers that stop content sniffing, framing
+ * and referrer leaks (the API serves no HTML; the CSP forbids everything should a browser render a body).
+ * CORS is closed unless CORS_ORIGINS lists origins: then only those origins get CORS headers, and credentials
+ * (`Access-Control-Allow-Credentials`) only when CORS_ALLOW_CREDENTIALS is set — never to `*`.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { ReliabilityConfig } from './config.js';
+
+export const SECURITY_HEADERS: Record<string, string> = {
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Resource-Policy': 'same-site',
+};
+
+export function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
+  for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
+  next();
+}
+
+const ALLOW_HEADERS = 'Authorization, Content-Type, X-Api-Key, X-Request-Id, Anthropic-Version, Anthropic-Beta';
+const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, '
+  + 'X-RateLimit-Limit-Tokens, X-RateLimit-Remaining-Tokens, X-Gateway-Provider, X-Gateway-Model';
+
+export function cors(cfg: Pick<ReliabilityConfig, 'corsOrigins' | 'corsAllowCredentials'>) {
+  const any = cfg.corsOrigins.includes('*');
+  const listed = new Set(cfg.corsOrigins.filter((o) => o !== '*'));
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const origin = req.headers.origin;
+    const preflight = req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+    const allowed = origin !== undefined && (listed.has(origin) || any);
+    if (allowed) {
+      if (listed.has(origin)) {
+        res.setHeader('Access-Control-Allow-Origin', origin);
+        res.append('Vary', 'Origin');
+        if (cfg.corsAllowCredentials) res.setHeader('Access-Control-Allow-Credentials', 'true');
+      } else {
+        res.setHeader('Access-Control-Allow-Origin', '*');
+      }
+      res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
+    }
+    if (!preflight) return next();
+    // A preflight is answered here: with the CORS headers when the origin is allowed, without them (so the
+    // browser refuses the call) when it is not.
+    if (allowed) {
+      res.setHeader('Access-Control-Allow-Methods', 'GET, POST, PUT, DELETE, OPTIONS');
+      res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
+      res.setHeader('Access-Control-Max-Age', '600');
+    }
+    res.status(204).end();
+  };
+}
