@@ -12,6 +12,7 @@ import * as messages from './messages.js';
 import * as tools from './tools.js';
 import * as hub from './hub.js';
 import * as partner from './partner.js';
+import * as admin from './admin.js';
 
 export const NOT_IMPLEMENTED = [
   // chat and generation (issue 5)
@@ -40,4 +41,5 @@ export const handlers: Record<string, Handler> = {
   ...tools,
   ...hub,
   ...partner,
+  ...admin,
 };

@@ -62,7 +62,7 @@ export async function buildServices(config: Config, store: Store, logger: Logger
     ? new RedisBreakers(redis, rel.redisPrefix, logger, rel.breakerFailureThreshold, rel.breakerCooldownMs)
     : new Breakers(rel.breakerFailureThreshold, rel.breakerCooldownMs));
   breakers.start?.();
-  const limits = overrides.limits ?? new RateLimiter(redis ? new RedisLimitBackend(redis, rel.redisPrefix) : new MemoryLimitBackend(), rel.limits, store.limits, logger);
+  const limits = overrides.limits ?? new RateLimiter(redis ? new RedisLimitBackend(redis, rel.redisPrefix) : new MemoryLimitBackend(), rel.limits, store.limits, store.keys, logger);
   limits.start();
   recorder.onFlush((usage) => limits.countUsage(usage));
   const instance = overrides.instance ?? new InstanceTracker(store, logger, rel.instanceHeartbeatMs);

@@ -13,11 +13,18 @@ import crypto from 'node:crypto';
 import type { RateLimitDefaults } from '../config.js';
 import type { Principal } from '../auth.js';
 import type { Logger } from '../logger.js';
-import type { LimitRepo } from '../store/limits.js';
+import type { KeyLimits, LimitRepo } from '../store/limits.js';
+import type { KeyRepo } from '../store/keys.js';
 import type { UsageRecord } from '../store/usage.js';
 import { ApiError } from '../errors.js';
 import { throttledWarn } from '../reliability/redis.js';
 import type { LimitBackend, WindowCount } from './backend.js';
+
+export interface KeyLimitsView {
+  key_id: number;
+  overrides: KeyLimits;
+  effective: { requests_per_minute: number; tokens_per_minute: number; concurrent_requests: number };
+}
 
 export interface Admission {
   /** X-RateLimit-* headers for the response. */
@@ -42,6 +49,7 @@ export class RateLimiter {
     private readonly backend: LimitBackend,
     private readonly defaults: RateLimitDefaults,
     private readonly repo: LimitRepo,
+    private readonly keys: Pick<KeyRepo, 'get'>,
     logger: Logger,
     private readonly now: () => number = Date.now,
   ) {
@@ -76,6 +84,30 @@ export class RateLimiter {
 
   forget(keyId: number): void {
     this.overrides.delete(keyId);
+  }
+
+  /** The admin view of a key's limits; undefined for an unknown key. */
+  async describe(keyId: number): Promise<KeyLimitsView | undefined> {
+    if (!(await this.keys.get(keyId))) return undefined;
+    const own = (await this.repo.get(keyId)) ?? { requests_per_minute: null, tokens_per_minute: null, concurrent_requests: null };
+    this.forget(keyId);
+    const eff = await this.limitsFor(keyId);
+    return {
+      key_id: keyId,
+      overrides: own,
+      effective: { requests_per_minute: eff.requestsPerMinute, tokens_per_minute: eff.tokensPerMinute, concurrent_requests: eff.concurrentRequests },
+    };
+  }
+
+  /** Replaces a key's own limits (null = default); undefined for an unknown key. */
+  async update(keyId: number, limits: Partial<KeyLimits>): Promise<KeyLimitsView | undefined> {
+    if (!(await this.keys.get(keyId))) return undefined;
+    await this.repo.set(keyId, {
+      requests_per_minute: limits.requests_per_minute ?? null,
+      tokens_per_minute: limits.tokens_per_minute ?? null,
+      concurrent_requests: limits.concurrent_requests ?? null,
+    });
+    return this.describe(keyId);
   }
 
   /**
