@@ -15,6 +15,7 @@ import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js
 import { nanoToUsd } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
+import { redactSecrets } from '../providers/http.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
 import { UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
 
@@ -149,12 +150,13 @@ export class ChatEngine {
       for (let t = 0; t < tries && attempts < config.maxAttempts; t++) {
         attempts++;
         const startedAt = Date.now();
+        const target = this.target(offer);
         try {
-          const value = await fn(offer, this.target(offer));
+          const value = await fn(offer, target);
           return { value, offer, attempts, startedAt };
         } catch (err) {
           if (ctx.signal.aborted) throw err;
-          const e = err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err));
+          const e = withoutKey(err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err)), target.apiKey);
           await this.observe(offer, false, outcomeOf(e), Date.now() - startedAt, e.message, e.kind === 'bad_request');
           last = e;
           if (!e.retryable) throw e;
@@ -273,8 +275,8 @@ export class ChatEngine {
         }
         if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
       } catch (err) {
-        failure = err;
-        throw err;
+        failure = err instanceof UpstreamError ? withoutKey(err, engine.target(offer).apiKey) : err;
+        throw failure;
       } finally {
         const latencyMs = Date.now() - started;
         if (ended) {
@@ -298,6 +300,12 @@ export class ChatEngine {
     }
     return { offer, events: events(), served: () => served };
   }
+}
+
+/** The error with the gateway's provider key cut out of its message (an upstream may quote it back). */
+function withoutKey(e: UpstreamError, apiKey: string): UpstreamError {
+  if (!apiKey || apiKey.length < 6 || !e.message.includes(apiKey)) return e;
+  return new UpstreamError(e.kind, redactSecrets(e.message, [apiKey]), e.status, e.retryAfterMs);
 }
 
 /**
