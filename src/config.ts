@@ -161,6 +161,14 @@ function parseDatabase(raw: string | undefined, dataDir: string): DatabaseConfig
   throw new ConfigError('DATABASE_URL', `must start with postgres://, postgresql:// or sqlite:, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
 }
 
+/** DATABASE_SCHEMA: a PostgreSQL schema of its own (created if missing), so several deployments share a database. */
+function withSchema(db: DatabaseConfig, schema: string | undefined): DatabaseConfig {
+  if (!schema) return db;
+  if (db.dialect !== 'postgres') throw new ConfigError('DATABASE_SCHEMA', 'applies to PostgreSQL only (set DATABASE_URL=postgres://…)');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new ConfigError('DATABASE_SCHEMA', `must be a lower-case identifier, got "${schema}"`);
+  return { ...db, schema };
+}
+
 function httpUrl(env: Record<string, string | undefined>, name: string, dflt?: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
@@ -221,7 +229,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
     dataDir,
-    database: parseDatabase(env.DATABASE_URL, dataDir),
+    database: withSchema(parseDatabase(env.DATABASE_URL, dataDir), env.DATABASE_SCHEMA),
     redisUrl,
     adminApiKey: env.ADMIN_API_KEY || undefined,
     keyHashSecret: keyHashSecret(env, dataDir),
