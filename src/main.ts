@@ -6,6 +6,7 @@ import { openStore } from './store/index.js';
 import { KeyService } from './auth.js';
 import { buildServices, stopServices } from './services.js';
 import { createApp } from './app.js';
+import { protectServer } from './security.js';
 
 async function main() {
   let config;
@@ -29,6 +30,7 @@ async function main() {
     logger.info({ port, host: config.host, database: config.database.dialect }, `gateway listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`);
   });
   server.keepAliveTimeout = 65_000;
+  protectServer(server);
 
   // A promise nobody awaited must not take the process (and every open stream) down; it is a bug to log.
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));

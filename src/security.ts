@@ -4,6 +4,9 @@
  * CORS is closed unless CORS_ORIGINS lists origins: then only those origins get CORS headers, and credentials
  * (`Access-Control-Allow-Credentials`) only when CORS_ALLOW_CREDENTIALS is set — never to `*`.
  */
+import crypto from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import type { ReliabilityConfig } from './config.js';
 
@@ -51,4 +54,30 @@ export function cors(cfg: Pick<ReliabilityConfig, 'corsOrigins' | 'corsAllowCred
     }
     res.status(204).end();
   };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Express sees them (a URL or headers over the 16 KB limit,
+ * malformed HTTP) get the spec's Error body and a request id, like every other answer, instead of a bare status.
+ */
+export function protectServer(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || (err as { code?: string }).code === 'ECONNRESET') {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const requestId = crypto.randomUUID();
+    const message = tooLarge ? 'The request line or headers are larger than the server accepts (16 KB).' : 'Malformed HTTP request.';
+    // The request line, as far as it arrived, tells whether the caller speaks the Anthropic format.
+    const line = (err as { rawPacket?: Buffer }).rawPacket?.subarray(0, 64).toString('latin1') ?? '';
+    const body = JSON.stringify(/^[A-Z]+ \/v1\/messages(?:[/?#\s]|$)/.test(line)
+      ? { type: 'error', error: { type: 'invalid_request_error', message } }
+      : { error: { message, type: 'invalid_request_error', code: tooLarge ? 'request_header_too_large' : 'bad_request', param: null, request_id: requestId } });
+    const head = [`HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}`, 'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(body)}`, `X-Request-Id: ${requestId}`, 'Connection: close',
+      ...Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}`)];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
+  });
 }
