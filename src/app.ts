@@ -168,6 +168,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', config.reliability.trustProxy);
   app.set('query parser', 'extended');
   const { inflight } = deps.services;
   app.use(securityHeaders);

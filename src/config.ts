@@ -79,6 +79,12 @@ export interface ReliabilityConfig {
   instanceHeartbeatMs: number;
   /** A JSON catalog file (gateways + offers) used instead of the default catalog (CATALOG_FILE; tests and demos). */
   catalogFile?: string;
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client address (TRUST_PROXY, Express's `trust proxy`):
+   * false (default: the socket's peer), a hop count, or addresses/subnets/`loopback`. Guests are limited per
+   * address, so trusting a header anyone can send would let them reset their own limit.
+   */
+  trustProxy: boolean | number | string;
 }
 
 export interface ToolsConfig {
@@ -262,6 +268,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   };
 }
 
+function trustProxy(raw: string | undefined): boolean | number | string {
+  if (!raw || /^(false|0|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  if (!/^[\w.:/,\s-]+$/.test(raw)) throw new ConfigError('TRUST_PROXY', `must be false, a hop count, or addresses/subnets like "loopback, 10.0.0.0/8", got "${raw}"`);
+  return raw;
+}
+
 function reliabilityConfig(env: Record<string, string | undefined>): ReliabilityConfig {
   const corsOrigins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
   for (const o of corsOrigins) {
@@ -284,6 +298,7 @@ function reliabilityConfig(env: Record<string, string | undefined>): Reliability
     corsAllowCredentials: credentials,
     instanceHeartbeatMs: int(env, 'INSTANCE_HEARTBEAT_MS', 5_000, 100, 600_000),
     catalogFile: env.CATALOG_FILE ? path.resolve(env.CATALOG_FILE) : undefined,
+    trustProxy: trustProxy(env.TRUST_PROXY),
   };
 }
 

@@ -10,7 +10,8 @@ import { Recorder } from './engine/recorder.js';
 import { Breakers, type CircuitBreakers } from './engine/breaker.js';
 import { RedisBreakers } from './engine/breaker-redis.js';
 import type { Redis } from 'ioredis';
-import { connectRedis } from './reliability/redis.js';
+import { connectRedis, throttledWarn } from './reliability/redis.js';
+import { SharedCallWindow } from './limits/shared-window.js';
 import { InstanceTracker } from './reliability/instances.js';
 import { InFlight } from './reliability/drain.js';
 import { RateLimiter } from './limits/limiter.js';
@@ -62,7 +63,8 @@ export async function buildServices(config: Config, store: Store, logger: Logger
     ? new RedisBreakers(redis, rel.redisPrefix, logger, rel.breakerFailureThreshold, rel.breakerCooldownMs)
     : new Breakers(rel.breakerFailureThreshold, rel.breakerCooldownMs));
   breakers.start?.();
-  const limits = overrides.limits ?? new RateLimiter(redis ? new RedisLimitBackend(redis, rel.redisPrefix) : new MemoryLimitBackend(), rel.limits, store.limits, store.keys, logger);
+  const shared = redis ? new RedisLimitBackend(redis, rel.redisPrefix) : undefined;
+  const limits = overrides.limits ?? new RateLimiter(shared ?? new MemoryLimitBackend(), rel.limits, store.limits, store.keys, logger);
   limits.start();
   recorder.onFlush((usage) => limits.countUsage(usage));
   const instance = overrides.instance ?? new InstanceTracker(store, logger, rel.instanceHeartbeatMs);
@@ -71,7 +73,11 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
-  const search = new SearchService(tavily, config.tools, logger);
+  const warn = throttledWarn(logger, 'search-augment limits');
+  const search = new SearchService(tavily, config.tools, logger, shared && {
+    guests: new SharedCallWindow(shared, 'augment:guest', config.tools.guestAugmentPerMinute, warn),
+    keys: new SharedCallWindow(shared, 'augment:key', config.tools.keyAugmentPerMinute, warn),
+  });
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
   return { startedAt: new Date(), recorder, breakers, limits, instance, inflight: new InFlight(), redis, catalog, engine, tools, search, hub, partner };
