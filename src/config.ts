@@ -289,7 +289,7 @@ function reliabilityConfig(env: Record<string, string | undefined>): Reliability
     limits: {
       requestsPerMinute: int(env, 'RATE_LIMIT_RPM', 600, 0),
       tokensPerMinute: int(env, 'RATE_LIMIT_TPM', 2_000_000, 0),
-      concurrentRequests: int(env, 'RATE_LIMIT_CONCURRENT', 32, 0),
+      concurrentRequests: int(env, 'RATE_LIMIT_CONCURRENT', 100, 0),
     },
     redisPrefix: prefix,
     breakerFailureThreshold: int(env, 'BREAKER_FAILURE_THRESHOLD', 5, 1, 1000),

@@ -7,16 +7,12 @@ import type { Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { Recorder } from './engine/recorder.js';
-import { Breakers, type CircuitBreakers } from './engine/breaker.js';
-import { RedisBreakers } from './engine/breaker-redis.js';
+import type { CircuitBreakers } from './engine/breaker.js';
 import type { Redis } from 'ioredis';
-import { connectRedis, throttledWarn } from './reliability/redis.js';
-import { SharedCallWindow } from './limits/shared-window.js';
-import { InstanceTracker } from './reliability/instances.js';
-import { InFlight } from './reliability/drain.js';
-import { RateLimiter } from './limits/limiter.js';
-import { MemoryLimitBackend } from './limits/backend.js';
-import { RedisLimitBackend } from './limits/redis-backend.js';
+import type { InstanceTracker } from './reliability/instances.js';
+import type { InFlight } from './reliability/drain.js';
+import type { RateLimiter } from './limits/limiter.js';
+import { buildReliability, stopReliability } from './reliability/index.js';
 import { loadCatalogFile } from './catalog/file.js';
 import { ChatEngine, type Upstreams } from './engine/chat.js';
 import { providers } from './providers/registry.js';
@@ -57,30 +53,17 @@ export interface Services {
 export async function buildServices(config: Config, store: Store, logger: Logger, overrides: Partial<Services> = {}): Promise<Services> {
   const recorder = overrides.recorder ?? new Recorder(store, logger);
   recorder.start();
-  const rel = config.reliability;
-  const redis = overrides.redis ?? (config.redisUrl ? await connectRedis(config.redisUrl, logger) : undefined);
-  const breakers: CircuitBreakers = overrides.breakers ?? (redis
-    ? new RedisBreakers(redis, rel.redisPrefix, logger, rel.breakerFailureThreshold, rel.breakerCooldownMs)
-    : new Breakers(rel.breakerFailureThreshold, rel.breakerCooldownMs));
-  breakers.start?.();
-  const shared = redis ? new RedisLimitBackend(redis, rel.redisPrefix) : undefined;
-  const limits = overrides.limits ?? new RateLimiter(shared ?? new MemoryLimitBackend(), rel.limits, store.limits, store.keys, logger);
-  limits.start();
-  recorder.onFlush((usage) => limits.countUsage(usage));
-  const instance = overrides.instance ?? new InstanceTracker(store, logger, rel.instanceHeartbeatMs);
-  await instance.start();
+  // breakers, limits, instance (hold reconciliation), inflight, redis: src/reliability/index.ts
+  const { services: reliability, augmentWindows } = await buildReliability(config, store, logger, recorder, overrides);
+  const { breakers } = reliability;
   const catalog = overrides.catalog ?? (await defaultCatalog(config, store, logger));
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
-  const warn = throttledWarn(logger, 'search-augment limits');
-  const search = new SearchService(tavily, config.tools, logger, shared && {
-    guests: new SharedCallWindow(shared, 'augment:guest', config.tools.guestAugmentPerMinute, warn),
-    keys: new SharedCallWindow(shared, 'augment:key', config.tools.keyAugmentPerMinute, warn),
-  });
+  const search = new SearchService(tavily, config.tools, logger, augmentWindows);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
-  return { startedAt: new Date(), recorder, breakers, limits, instance, inflight: new InFlight(), redis, catalog, engine, tools, search, hub, partner };
+  return { startedAt: new Date(), recorder, ...reliability, catalog, engine, tools, search, hub, partner };
 }
 
 async function defaultCatalog(config: Config, _store: Store, _logger: Logger): Promise<CatalogReader & Upstreams> {
@@ -93,9 +76,6 @@ async function defaultCatalog(config: Config, _store: Store, _logger: Logger): P
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
 export async function stopServices(services: Services): Promise<void> {
   await services.recorder.stop();
-  await services.instance.stop();
-  await services.limits.stop();
-  await services.breakers.stop?.();
-  await services.redis?.quit().catch(() => services.redis?.disconnect());
+  await stopReliability(services);
   await closeAgents();
 }

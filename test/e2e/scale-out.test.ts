@@ -33,7 +33,7 @@ describe('e2e: two instances, one PostgreSQL and one Redis', function () {
     ({ store, key, userId } = await seedKey(db, 0.01));
     const env = {
       ...dbEnv(db), REDIS_URL, REDIS_PREFIX: testPrefix(), KEY_HASH_SECRET: SECRET,
-      CATALOG_FILE: catalogFile(sim.url, [['test/slow', 'sim/slow-300ms'], ['test/broken', 'sim/error-500']]),
+      CATALOG_FILE: catalogFile(sim.url, [['test/slow', 'sim/slow-1000ms'], ['test/broken', 'sim/error-500']]),
       RATE_LIMIT_RPM: '20', RATE_LIMIT_TPM: '0', RATE_LIMIT_CONCURRENT: '0', BREAKER_FAILURE_THRESHOLD: '2',
     };
     [a, b] = await Promise.all([

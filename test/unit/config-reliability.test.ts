@@ -7,10 +7,10 @@ import { loadConfig, ConfigError } from '../../src/config.js';
 describe('reliability settings', () => {
   const dataDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'gw-cfg-'));
 
-  it('defaults: limits 600 rpm / 2M tpm / 32 in flight, prefix gw:, breaker 5 failures / 30 s, no CORS, no trusted proxy', () => {
+  it('defaults: limits 600 rpm / 2M tpm / 100 in flight, prefix gw:, breaker 5 failures / 30 s, no CORS, no trusted proxy', () => {
     const r = loadConfig({ DATA_DIR: dataDir() }).reliability;
     expect(r).to.deep.include({
-      limits: { requestsPerMinute: 600, tokensPerMinute: 2_000_000, concurrentRequests: 32 },
+      limits: { requestsPerMinute: 600, tokensPerMinute: 2_000_000, concurrentRequests: 100 },
       redisPrefix: 'gw:', breakerFailureThreshold: 5, breakerCooldownMs: 30_000, corsOrigins: [], corsAllowCredentials: false,
       instanceHeartbeatMs: 5_000, catalogFile: undefined, trustProxy: false,
     });
