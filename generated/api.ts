@@ -1467,6 +1467,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/keys/{key_id}/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id (as `npm run keys -- list` shows it). */
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        /**
+         * A key's rate limits
+         * @description The key's own limits (null = the configured default) and the limits in force.
+         */
+        get: operations["getKeyLimits"];
+        /**
+         * Set a key's rate limits
+         * @description Replaces the key's own limits: a number overrides the default (`0` = unlimited), `null` or an absent
+         *     field returns to the default. Takes effect at once on this instance and within 5 seconds on others.
+         */
+        put: operations["setKeyLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2585,6 +2613,32 @@ export interface components {
             title?: string;
             /** @description Model to use in the session (informational; completions still name their model). */
             model?: string;
+        };
+        /** @description Limits of one key; `0` = unlimited. */
+        RateLimitValues: {
+            /** @description Requests in any 60 seconds. */
+            requests_per_minute: number;
+            /** @description Prompt plus completion tokens in any 60 seconds. */
+            tokens_per_minute: number;
+            /** @description Requests in flight at once (a stream counts until its last byte). */
+            concurrent_requests: number;
+        };
+        /** @description A key's own limits; `null` or absent = the configured default, `0` = unlimited. */
+        KeyLimitsUpdate: {
+            requests_per_minute?: number | null;
+            tokens_per_minute?: number | null;
+            concurrent_requests?: number | null;
+        };
+        /** @description A key's rate limits. */
+        KeyLimits: {
+            key_id: number;
+            /** @description The key's own limits (`null` = the default applies). */
+            overrides: {
+                requests_per_minute: number | null;
+                tokens_per_minute: number | null;
+                concurrent_requests: number | null;
+            };
+            effective: components["schemas"]["RateLimitValues"];
         };
         /** @description Changes to a chat session; at least one field. */
         UpdateChatSessionRequest: {
@@ -4167,6 +4221,15 @@ export interface components {
             headers: {
                 /** @description Always `Bearer`. */
                 "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The credential is valid but may not use this operation (e.g. an API key on an `x-admin-only` operation). */
+        Forbidden: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -6157,6 +6220,66 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            default: components["responses"]["Error"];
+        };
+    };
+    getKeyLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id (as `npm run keys -- list` shows it). */
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's limits. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyLimits"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
+            default: components["responses"]["Error"];
+        };
+    };
+    setKeyLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id (as `npm run keys -- list` shows it). */
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyLimitsUpdate"];
+            };
+        };
+        responses: {
+            /** @description The key's limits after the change. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyLimits"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationError"];
             default: components["responses"]["Error"];
         };
     };

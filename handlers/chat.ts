@@ -96,7 +96,7 @@ export const createChatCompletion: Handler = async (ctx) => {
     if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
       ctx.log.warn({ requestId: ctx.requestId, err: (err as Error).message }, 'stream failed after the first byte');
-      await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code));
+      await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code, ctx.requestId));
     }
   } finally {
     ctx.res.end();

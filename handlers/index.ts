@@ -20,6 +20,7 @@ import * as docs from './docs.js';
 import * as stats from './stats.js';
 import * as modelHealth from './modelHealth.js';
 import * as status from './status.js';
+import * as admin from './admin.js';
 
 export const NOT_IMPLEMENTED = [
 ] as const;
@@ -44,4 +45,5 @@ export const handlers: Record<string, Handler> = {
   ...modelHealth,
   ...status,
   ...docs,
+  ...admin,
 };

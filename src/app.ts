@@ -23,6 +23,7 @@ import { installFastRouter } from './router.js';
 import { transcriptionBodies } from './media/upload.js';
 import { opsRoutes } from './ops-routes.js';
 import { docsRouter } from './docs.js';
+import { cors, securityHeaders } from './security.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -87,7 +88,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   const { config, logger } = deps;
 
   const api = new OpenAPIBackend({
-    definition: structuredClone(spec) as unknown as Document,
+    definition: safeIntegers(structuredClone(spec)) as unknown as Document,
     coerceTypes: true,
     // Validators compile lazily per operation and status (start-up stays fast); this also skips
     // openapi-backend's own document check, which knows only OpenAPI 3.0 — `npm run lint:spec` (redocly)
@@ -151,6 +152,13 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         log: logger,
       };
       try {
+        // Per-key rate limits (src/limits): a 429 here never reaches the handler; the concurrency slot is
+        // given back when the response is over (a stream: after its last byte).
+        const admission = await deps.services.limits.admit(ctx.principal);
+        if (admission) {
+          for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+          res.once('close', admission.release);
+        }
         const reply = await (handler as Handler)(ctx);
         if (!reply || res.headersSent) return;
         sendReply(api, op, req, res, reply, config.validateResponses, logger);
@@ -167,8 +175,13 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', config.reliability.trustProxy);
   app.set('query parser', 'extended');
+  const { inflight } = deps.services;
+  app.use(securityHeaders);
   app.use((req: Request, res: Response, next: NextFunction) => {
+    // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
+    res.once('close', inflight.enter());
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
     (res.locals as Locals).requestId = requestId;
@@ -182,6 +195,22 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     });
     next();
   });
+  app.use(cors(config.reliability));
+  // A path that is not valid percent-encoded UTF-8 cannot name a resource; the router would throw on it.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    try {
+      decodeURIComponent(req.path);
+    } catch {
+      return sendError(req, res, new ApiError(400, 'invalid_request_error', 'The URL path is not valid percent-encoded UTF-8.', 'malformed_path'), logger);
+    }
+    next();
+  });
+  // A stopping instance finishes what it has and refuses new work, so a load balancer retries elsewhere.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (!inflight.draining) return next();
+    res.setHeader('Connection', 'close');
+    sendError(req, res, new ApiError(503, 'service_unavailable', 'This gateway instance is shutting down; retry the request.', 'shutting_down', null, { 'Retry-After': '1' }), logger);
+  });
   // `/v1/status` and `/v1/status/` are one operation.
   app.use((req: Request, _res: Response, next: NextFunction) => {
     if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
@@ -192,15 +221,24 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   // Transcription bodies (multipart streamed with busboy, base64 forms up to the upload limit) before the
   // generic parsers; their fields are then validated by the spec like any body.
   app.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));
-  app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
   app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
   // Plain routes outside the JSON contract: /metrics and the HTML /status page (src/ops-routes.ts).
   app.use(opsRoutes(deps));
   // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a
   // plain object.
-  app.use((req: Request, res: Response) =>
-    api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res));
+  app.use(async (req: Request, res: Response) => {
+    const leave = inflight.enter();
+    try {
+      await api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res);
+    } finally {
+      leave();
+    }
+  });
   app.use((err: any, req: Request, res: Response, _next: NextFunction) => {
+    if (err?.code === 'json_too_deep') {
+      return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: String(err.message), type: 'json_invalid' }]), logger);
+    }
     if (err?.type === 'entity.parse.failed') {
       return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]), logger);
     }
@@ -216,6 +254,49 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     sendError(req, res, err, logger);
   });
   return app;
+}
+
+/** JSON nested deeper than this is refused before parsing (no API shape comes near it). */
+export const MAX_JSON_DEPTH = 128;
+
+/**
+ * Parsing a 100,000-deep array works, but every later step that walks it (validation, JSON.stringify to an
+ * upstream, structuredClone) overflows the stack. One pass over the raw bytes, before the parse, counts the
+ * nesting outside strings and refuses the body with a 422.
+ */
+function refuseDeepJson(_req: unknown, _res: unknown, buf: Buffer): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped byte
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) {
+        throw Object.assign(new Error(`JSON nested deeper than ${MAX_JSON_DEPTH} levels.`), { status: 422, code: 'json_too_deep' });
+      }
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+}
+
+/**
+ * JSON Schema's `integer` includes 1e308; the database does not. Every integer without bounds of its own is
+ * bounded to a safe integer (|n| <= 2^53 - 1) for validation, so such a value is a 422, not a database error.
+ */
+function safeIntegers<T>(node: T): T {
+  if (Array.isArray(node)) node.forEach(safeIntegers);
+  else if (node && typeof node === 'object') {
+    const s = node as Record<string, unknown>;
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    if (types.includes('integer')) {
+      if (s.maximum === undefined && s.exclusiveMaximum === undefined) s.maximum = Number.MAX_SAFE_INTEGER;
+      if (s.minimum === undefined && s.exclusiveMinimum === undefined) s.minimum = Number.MIN_SAFE_INTEGER;
+    }
+    for (const [k, v] of Object.entries(s)) if (k !== 'enum' && k !== 'const' && k !== 'default' && k !== 'example') safeIntegers(v);
+  }
+  return node;
 }
 
 function allowedMethods(api: OpenAPIBackend, path: string): string[] {

@@ -66,6 +66,8 @@ export interface Config {
   health: HealthMonitorConfig;
   /** Serve Prometheus metrics at /metrics (METRICS, default on). */
   metricsEnabled: boolean;
+  /** Limits, shared state, CORS and crash recovery (src/limits, src/reliability). */
+  reliability: ReliabilityConfig;
   env: Record<string, string | undefined>;
 }
 
@@ -105,6 +107,36 @@ function healthMonitorConfig(env: Record<string, string | undefined>): HealthMon
 export function anyGatewayKey(config: Config): boolean {
   const notGateways = new Set(['ADMIN_API_KEY', 'TAVILY_API_KEY', 'TTS_API_KEY', 'PARTNER_API_KEY']);
   return Object.entries(config.env).some(([k, v]) => /_API_KEY$/.test(k) && !notGateways.has(k) && !!v);
+}
+
+/** Default per-key limits (0 = no limit); a key's own limits (admin operation) override them. */
+export interface RateLimitDefaults {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  concurrentRequests: number;
+}
+
+export interface ReliabilityConfig {
+  limits: RateLimitDefaults;
+  /** Prefix of every Redis key this gateway writes (REDIS_PREFIX), so deployments can share one Redis. */
+  redisPrefix: string;
+  /** Circuit breaker: consecutive failures that open it, and how long it stays open before one trial call. */
+  breakerFailureThreshold: number;
+  breakerCooldownMs: number;
+  /** Browser origins allowed to call the API (CORS_ORIGINS, comma-separated, or `*`); empty = no CORS. */
+  corsOrigins: string[];
+  /** Send `Access-Control-Allow-Credentials: true` to listed origins (never with `*`). */
+  corsAllowCredentials: boolean;
+  /** How often this instance proves it is alive; an instance silent for 3 intervals is dead (its holds are released). */
+  instanceHeartbeatMs: number;
+  /** A JSON catalog file (gateways + offers) used instead of the default catalog (CATALOG_FILE; tests and demos). */
+  catalogFile?: string;
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client address (TRUST_PROXY, Express's `trust proxy`):
+   * false (default: the socket's peer), a hop count, or addresses/subnets/`loopback`. Guests are limited per
+   * address, so trusting a header anyone can send would let them reset their own limit.
+   */
+  trustProxy: boolean | number | string;
 }
 
 export interface ToolsConfig {
@@ -198,6 +230,14 @@ function parseDatabase(raw: string | undefined, dataDir: string): DatabaseConfig
   throw new ConfigError('DATABASE_URL', `must start with postgres://, postgresql:// or sqlite:, got "${raw.replace(/\/\/[^@]*@/, '//***@')}"`);
 }
 
+/** DATABASE_SCHEMA: a PostgreSQL schema of its own (created if missing), so several deployments share a database. */
+function withSchema(db: DatabaseConfig, schema: string | undefined): DatabaseConfig {
+  if (!schema) return db;
+  if (db.dialect !== 'postgres') throw new ConfigError('DATABASE_SCHEMA', 'applies to PostgreSQL only (set DATABASE_URL=postgres://…)');
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new ConfigError('DATABASE_SCHEMA', `must be a lower-case identifier, got "${schema}"`);
+  return { ...db, schema };
+}
+
 function httpUrl(env: Record<string, string | undefined>, name: string, dflt?: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return dflt;
@@ -273,7 +313,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
     dataDir,
-    database: parseDatabase(env.DATABASE_URL, dataDir),
+    database: withSchema(parseDatabase(env.DATABASE_URL, dataDir), env.DATABASE_SCHEMA),
     redisUrl,
     adminApiKey: env.ADMIN_API_KEY || undefined,
     keyHashSecret: keyHashSecret(env, dataDir),
@@ -308,7 +348,42 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     media: mediaConfig(env),
     health: healthMonitorConfig(env),
     metricsEnabled: bool(env, 'METRICS', true),
+    reliability: reliabilityConfig(env),
     env,
+  };
+}
+
+function trustProxy(raw: string | undefined): boolean | number | string {
+  if (!raw || /^(false|0|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^\d{1,2}$/.test(raw)) return Number(raw);
+  if (!/^[\w.:/,\s-]+$/.test(raw)) throw new ConfigError('TRUST_PROXY', `must be false, a hop count, or addresses/subnets like "loopback, 10.0.0.0/8", got "${raw}"`);
+  return raw;
+}
+
+function reliabilityConfig(env: Record<string, string | undefined>): ReliabilityConfig {
+  const corsOrigins = (env.CORS_ORIGINS ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean);
+  for (const o of corsOrigins) {
+    if (o !== '*' && !/^https?:\/\/[^/?#\s]+$/.test(o)) throw new ConfigError('CORS_ORIGINS', `each origin must be like https://app.example.com (or *), got "${o}"`);
+  }
+  const prefix = env.REDIS_PREFIX ?? 'gw:';
+  if (!/^[A-Za-z0-9:_.-]{1,64}$/.test(prefix)) throw new ConfigError('REDIS_PREFIX', 'must be 1-64 characters of letters, digits, : _ . -');
+  const credentials = bool(env, 'CORS_ALLOW_CREDENTIALS', false);
+  if (credentials && corsOrigins.includes('*')) throw new ConfigError('CORS_ALLOW_CREDENTIALS', 'cannot be used with CORS_ORIGINS=*; list the origins');
+  return {
+    limits: {
+      requestsPerMinute: int(env, 'RATE_LIMIT_RPM', 600, 0),
+      tokensPerMinute: int(env, 'RATE_LIMIT_TPM', 2_000_000, 0),
+      concurrentRequests: int(env, 'RATE_LIMIT_CONCURRENT', 100, 0),
+    },
+    redisPrefix: prefix,
+    breakerFailureThreshold: int(env, 'BREAKER_FAILURE_THRESHOLD', 5, 1, 1000),
+    breakerCooldownMs: int(env, 'BREAKER_COOLDOWN_MS', 30_000, 1),
+    corsOrigins,
+    corsAllowCredentials: credentials,
+    instanceHeartbeatMs: int(env, 'INSTANCE_HEARTBEAT_MS', 5_000, 100, 600_000),
+    catalogFile: env.CATALOG_FILE ? path.resolve(env.CATALOG_FILE) : undefined,
+    trustProxy: trustProxy(env.TRUST_PROXY),
   };
 }
 

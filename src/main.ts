@@ -6,6 +6,7 @@ import { openStore } from './store/index.js';
 import { KeyService } from './auth.js';
 import { buildServices, stopServices } from './services.js';
 import { createApp } from './app.js';
+import { protectServer } from './security.js';
 
 async function main() {
   let config;
@@ -29,18 +30,30 @@ async function main() {
     logger.info({ port, host: config.host, database: config.database.dialect }, `gateway listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`);
   });
   server.keepAliveTimeout = 65_000;
+  protectServer(server);
+
+  // A promise nobody awaited must not take the process (and every open stream) down; it is a bug to log.
+  process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));
 
   let stopping = false;
+  /**
+   * Graceful stop: refuse new requests (503, Connection: close), let in-flight requests and streams finish for
+   * up to SHUTDOWN_GRACE_MS, then cut what is left (those requests see the client gone: their holds are
+   * released and their usage recorded as cancelled), flush buffered usage and close the database.
+   */
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs);
-    deadline.unref();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
+    const { inflight } = services;
+    logger.info({ signal, inFlight: inflight.count }, 'shutting down: no new connections, finishing in-flight requests');
+    inflight.draining = true;
+    server.close();
+    server.closeIdleConnections();
+    if (!(await inflight.idle(config.shutdownGraceMs))) {
+      logger.warn({ inFlight: inflight.count, graceMs: config.shutdownGraceMs }, 'grace period over: closing the remaining connections');
+      server.closeAllConnections();
+      await inflight.idle(5_000);
+    }
     await stopServices(services);
     await store.close();
     logger.info('stopped');

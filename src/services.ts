@@ -7,7 +7,13 @@ import { anyGatewayKey, type Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { Recorder } from './engine/recorder.js';
-import { Breakers } from './engine/breaker.js';
+import { gatewayState, type CircuitBreakers } from './engine/breaker.js';
+import type { Redis } from 'ioredis';
+import type { InstanceTracker } from './reliability/instances.js';
+import type { InFlight } from './reliability/drain.js';
+import type { RateLimiter } from './limits/limiter.js';
+import { buildReliability, stopReliability, type ReliabilityServices } from './reliability/index.js';
+import { loadCatalogFile } from './catalog/file.js';
 import { ChatEngine, type Upstreams } from './engine/chat.js';
 import { providers } from './providers/registry.js';
 import { closeAgents } from './providers/http.js';
@@ -30,10 +36,22 @@ export interface Services {
   startedAt: Date;
   /** Batched usage and health writes (flushed on stop). */
   recorder: Recorder;
-  breakers: Breakers;
+  /** In this process, or shared through Redis when REDIS_URL is set. */
+  breakers: CircuitBreakers;
+  /** Per-key rate limits (requests/min, tokens/min, concurrency), in memory or shared through Redis. */
+  limits: RateLimiter;
+  /** This process in gateway_instances: reconciles credit holds of dead processes (start-up and heartbeat). */
+  instance: InstanceTracker;
+  /** Requests in flight, for the graceful stop (SIGTERM drains them). */
+  inflight: InFlight;
+  /** The shared-state connection when REDIS_URL is set. */
+  redis?: Redis;
   /** The model catalog (seeds + discovery + health): every catalog query, and the engine's resolver. */
   catalog: Catalog;
-  /** What the engine resolves models with: the catalog, unless a test supplies a fixture (test/support/catalog.ts). */
+  /**
+   * What the engine resolves models with: the catalog; a CATALOG_FILE (real-process tests, demos); or a fixture a
+   * test supplies (test/support/catalog.ts).
+   */
   models: CatalogReader & Upstreams;
   engine: ChatEngine;
   /** Built-in tools: listing, validation, billed execution. */
@@ -58,11 +76,10 @@ export interface Services {
 }
 
 /** What tests may supply instead of the defaults. */
-export interface ServiceOptions {
+export interface ServiceOptions extends Partial<ReliabilityServices> {
   /** A model resolver built from fixtures (the engine uses it instead of the catalog). */
   models?: CatalogReader & Upstreams;
   recorder?: Recorder;
-  breakers?: Breakers;
   /** Gateways known to statistics (default: the catalog's). */
   directory?: GatewayDirectory;
   /** The active monitor's probe (default: the engine's tiny request). */
@@ -78,15 +95,17 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const clock = opts.clock ?? Date.now;
   const recorder = opts.recorder ?? new Recorder(store, logger);
   recorder.start();
-  const breakers = opts.breakers ?? new Breakers();
+  // breakers, limits, instance (hold reconciliation), inflight, redis: src/reliability/index.ts
+  const { services: reliability, augmentWindows } = await buildReliability(config, store, logger, recorder, opts);
+  const { breakers } = reliability;
   const catalog = new Catalog({ config, logger, store, seeds: loadSeeds(config.catalogSeedsDir) });
-  catalog.setBreakerState((gateway) => breakers.gatewayState(gateway));
+  catalog.setBreakerState((gateway) => gatewayState(breakers, gateway));
   await catalog.start();
-  const models = opts.models ?? catalog;
+  const models = opts.models ?? (config.reliability.catalogFile ? loadCatalogFile(config.reliability.catalogFile, config) : catalog);
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
-  const search = new SearchService(tavily, config.tools, logger);
+  const search = new SearchService(tavily, config.tools, logger, augmentWindows);
   const hub = new HubFacade(config.hub, config.upstreamConnectTimeoutMs, logger);
   const partner = new PartnerFacade(config.partner, config.upstreamConnectTimeoutMs, logger);
   const media = new MediaService({ config, store, logger, recorder, engine, catalog: models });
@@ -108,7 +127,7 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   });
   monitor.start();
   const status = new StatusService({ health, stats, directory, config, store, recorder, metrics, monitoringActive, startedAt });
-  return { startedAt, recorder, breakers, catalog, models, engine, tools, search, hub, partner, media, metrics, stats, health, monitor, status };
+  return { startedAt, recorder, ...reliability, catalog, models, engine, tools, search, hub, partner, media, metrics, stats, health, monitor, status };
 }
 
 /** Stops background work and flushes buffers (called on shutdown before the store closes). */
@@ -117,5 +136,6 @@ export async function stopServices(services: Services): Promise<void> {
   await services.catalog.stop();
   await services.recorder.stop();
   await services.health.stop();
+  await stopReliability(services);
   await closeAgents();
 }

@@ -4,6 +4,25 @@
  */
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
+export type BreakerView = { gateway: string; model: string; state: BreakerState; failures: number };
+
+/**
+ * What the engine needs of circuit breakers. `Breakers` (below) keeps them in this process; `RedisBreakers`
+ * (./breaker-redis.ts) shares them between instances through Redis (REDIS_URL). The engine awaits every call;
+ * `state` and `snapshot` answer synchronously from what this process last saw (status pages, routing hints).
+ */
+export interface CircuitBreakers {
+  allow(gateway: string, model: string): boolean | Promise<boolean>;
+  success(gateway: string, model: string): void | Promise<void>;
+  failure(gateway: string, model: string): void | Promise<void>;
+  state(gateway: string, model: string): BreakerState;
+  snapshot(): BreakerView[];
+  /** ms until an open breaker lets a trial call through (0 when it is not open). */
+  retryInMs(gateway: string, model: string): number;
+  start?(): void;
+  stop?(): Promise<void>;
+}
+
 interface Entry {
   failures: number;
   openedAt: number;
@@ -11,7 +30,7 @@ interface Entry {
   trialInFlight: boolean;
 }
 
-export class Breakers {
+export class Breakers implements CircuitBreakers {
   private entries = new Map<string, Entry>();
 
   constructor(
@@ -59,24 +78,28 @@ export class Breakers {
     this.entries.set(k, e);
   }
 
-  /** A gateway's worst breaker: open when any of its models' breakers is open, else half-open, else closed. */
-  gatewayState(gateway: string): BreakerState {
-    let worst: BreakerState = 'closed';
-    for (const k of this.entries.keys()) {
-      const [g, m] = k.split('\u0000');
-      if (g !== gateway) continue;
-      const st = this.state(g, m);
-      if (st === 'open') return 'open';
-      if (st === 'half_open') worst = 'half_open';
-    }
-    return worst;
+  retryInMs(gateway: string, model: string): number {
+    const e = this.entries.get(this.key(gateway, model));
+    if (!e || e.state !== 'open') return 0;
+    return Math.max(0, e.openedAt + this.cooldownMs - this.now());
   }
 
   /** Every breaker that is not closed, for status pages and metrics. */
-  snapshot(): Array<{ gateway: string; model: string; state: BreakerState; failures: number }> {
+  snapshot(): BreakerView[] {
     return [...this.entries.entries()].map(([k, e]) => {
       const [gateway, model] = k.split('\u0000');
       return { gateway, model, state: this.state(gateway, model), failures: e.failures };
     }).filter((x) => x.state !== 'closed' || x.failures > 0);
   }
+}
+
+/** A gateway's worst breaker over its models: open when any is open, else half-open, else closed. */
+export function gatewayState(breakers: CircuitBreakers, gateway: string): BreakerState {
+  let worst: BreakerState = 'closed';
+  for (const b of breakers.snapshot()) {
+    if (b.gateway !== gateway) continue;
+    if (b.state === 'open') return 'open';
+    if (b.state === 'half_open') worst = 'half_open';
+  }
+  return worst;
 }

@@ -14,7 +14,8 @@ import type { ProviderAdapter, Target } from '../providers/types.js';
 import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js';
 import { nanoToUsd } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
-import type { Breakers } from './breaker.js';
+import type { CircuitBreakers } from './breaker.js';
+import { redactSecrets } from '../providers/http.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
 import { UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
 
@@ -28,7 +29,7 @@ export interface EngineDeps {
   store: Store;
   logger: Logger;
   recorder: Recorder;
-  breakers: Breakers;
+  breakers: CircuitBreakers;
   catalog: CatalogReader & Upstreams;
   providers: Record<string, ProviderAdapter>;
 }
@@ -146,20 +147,21 @@ export class ChatEngine {
     let last: UpstreamError | undefined;
     for (let i = 0; i < offers.length && attempts < config.maxAttempts; i++) {
       const offer = offers[i];
-      if (!breakers.allow(offer.gateway, offer.modelId)) continue;
+      if (!(await breakers.allow(offer.gateway, offer.modelId))) continue;
       const tries = i === offers.length - 1 ? 2 : 1;
       for (let t = 0; t < tries && attempts < config.maxAttempts; t++) {
         // A breaker the previous try just opened (or a failed half-open trial) stops the retry as well.
-        if (t > 0 && !breakers.allow(offer.gateway, offer.modelId)) break;
+        if (t > 0 && !(await breakers.allow(offer.gateway, offer.modelId))) break;
         attempts++;
         const startedAt = Date.now();
+        const target = targetOf(offer);
         try {
-          const value = await fn(offer, targetOf(offer));
+          const value = await fn(offer, target);
           return { value, offer, attempts, startedAt };
         } catch (err) {
           if (ctx.signal.aborted) throw err;
-          const e = err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err));
-          this.observe(offer, false, outcomeOf(e), Date.now() - startedAt, e.message, e.kind === 'bad_request');
+          const e = withoutKey(err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err)), target.apiKey);
+          await this.observe(offer, false, outcomeOf(e), Date.now() - startedAt, e.message, e.kind === 'bad_request');
           last = e;
           if (!e.retryable) throw e;
           if (t + 1 < tries && attempts < config.maxAttempts && (e.kind !== 'rate_limited' || (e.retryAfterMs ?? 0) <= 2000)) {
@@ -169,15 +171,17 @@ export class ChatEngine {
       }
     }
     if (last) throw last;
-    throw new ApiError(503, 'service_unavailable', `Every gateway serving '${offers[0]?.modelId}' is failing right now (circuit open); try again shortly.`, 'circuit_open');
+    const waitMs = Math.min(...offers.map((o) => breakers.retryInMs(o.gateway, o.modelId)));
+    throw new ApiError(503, 'service_unavailable', `Every gateway serving '${offers[0]?.modelId}' is failing right now (circuit open); try again shortly.`, 'circuit_open',
+      null, { 'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))) });
   }
 
   /** One passive health observation (skipped for the client's own bad requests), and the breaker's count. */
-  observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false) {
+  async observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false): Promise<void> {
     if (clientFault || status === 'cancelled') return;
-    if (ok) this.d.breakers.success(offer.gateway, offer.modelId);
-    else this.d.breakers.failure(offer.gateway, offer.modelId);
     this.d.recorder.recordHealth({ gateway: offer.gateway, model: offer.modelId, provider: offer.developer, ok, status, latencyMs, error, ts: Date.now(), source: 'passive' });
+    if (ok) await this.d.breakers.success(offer.gateway, offer.modelId);
+    else await this.d.breakers.failure(offer.gateway, offer.modelId);
   }
 
   private record(ctx: CallContext, offer: Offer | undefined, req: ChatRequest, status: Outcome, httpStatus: number, usage: Usage | null,
@@ -235,7 +239,7 @@ export class ChatEngine {
     }
     const { value: result, offer, attempts, startedAt } = got;
     const latencyMs = Date.now() - started;
-    this.observe(offer, true, 'success', Date.now() - startedAt, null);
+    await this.observe(offer, true, 'success', Date.now() - startedAt, null);
     const usage = result.usage ?? {
       promptTokens: estimatePromptTokens(req), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0,
       completionTokens: result.choices.reduce((n, c) => n + estimateTextTokens(c.content ?? '') + estimateTextTokens(c.toolCalls?.map((t) => t.arguments).join('') ?? ''), 0),
@@ -255,12 +259,18 @@ export class ChatEngine {
     const offers = this.candidates(req, ctx.pinGateway);
     const hold = await this.hold(req, offers, ctx);
     const started = Date.now();
-    let got: Awaited<ReturnType<typeof this.tryCandidates<{ it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent> }>>>;
+    const idleMs = this.d.config.upstreamFirstByteTimeoutMs;
+    type Opened = { it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent>; abort: () => void };
+    let got: Awaited<ReturnType<typeof this.tryCandidates<Opened>>>;
     try {
       got = await this.tryCandidates(offers, ctx, async (offer, target) => {
-        const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, ctx.signal);
+        // The attempt's own abort, for a stalled upstream (nextWithin); the client's abort ends it too.
+        const attempt = new AbortController();
+        const both = AbortSignal.any([ctx.signal, attempt.signal]);
+        const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, both);
         const it = upstream[Symbol.asyncIterator]();
-        return { it, first: await it.next() };
+        const abort = () => attempt.abort();
+        return { it, first: await nextWithin(it, idleMs, abort), abort };
       });
     } catch (err) {
       return this.fail(ctx, req, hold.id, undefined, err, started);
@@ -284,16 +294,16 @@ export class ChatEngine {
           else if (ev.type === 'tool_call_delta') chars += ev.arguments.length;
           else if (ev.type === 'end') ended = true;
           yield ev;
-          step = await got.value.it.next();
+          step = await nextWithin(got.value.it, idleMs, got.value.abort);
         }
         if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
       } catch (err) {
-        failure = err;
-        throw err;
+        failure = err instanceof UpstreamError ? withoutKey(err, engine.target(offer).apiKey) : err;
+        throw failure;
       } finally {
         const latencyMs = Date.now() - started;
         if (ended) {
-          engine.observe(offer, true, 'success', Date.now() - startedAt, null);
+          await engine.observe(offer, true, 'success', Date.now() - startedAt, null);
           const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
           const cost = costOf(offer, u, engine.d.config.priceMarkup);
           const charged = await engine.d.store.credits.settle(hold.id, cost.totalNano);
@@ -305,13 +315,41 @@ export class ChatEngine {
           await got.value.it.return?.().catch(() => undefined);
           const cancelled = ctx.signal.aborted || failure === undefined;
           const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
-          if (!cancelled) engine.observe(offer, false, outcomeOf(e), latencyMs, e.message);
-          engine.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : 502, usage, 0, latencyMs, ttftMs,
+          if (!cancelled) await engine.observe(offer, false, outcomeOf(e), latencyMs, e.message);
+          engine.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
             cancelled ? 'client_disconnected' : e.kind);
         }
       }
     }
     return { offer, events: events(), served: () => served };
+  }
+}
+
+/** The error with the gateway's provider key cut out of its message (an upstream may quote it back). */
+function withoutKey(e: UpstreamError, apiKey: string): UpstreamError {
+  if (!apiKey || apiKey.length < 6 || !e.message.includes(apiKey)) return e;
+  return new UpstreamError(e.kind, redactSecrets(e.message, [apiKey]), e.status, e.retryAfterMs);
+}
+
+/**
+ * The iterator's next event, or an UpstreamError('timeout') when none comes within `ms`: an upstream that stalls,
+ * or dribbles bytes that never make an event (slow loris), is cut off instead of holding the client and its
+ * credits until the total timeout. `onTimeout` aborts the upstream request.
+ */
+async function nextWithin<T>(it: AsyncIterator<T>, ms: number, onTimeout: () => void): Promise<IteratorResult<T>> {
+  let timer: NodeJS.Timeout | undefined;
+  const pending = it.next();
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      reject(new UpstreamError('timeout', `upstream sent no stream event for ${ms} ms`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([pending, timeout]);
+  } finally {
+    clearTimeout(timer);
+    pending.catch(() => undefined); // it rejects after the abort; the timeout already reported it
   }
 }
 

@@ -69,7 +69,7 @@ export class ImageService {
     const { value, offer, startedAt } = got;
     const plan = byOffer.get(offer)!;
     const latencyMs = Date.now() - started;
-    engine.observe(offer, true, 'success', Date.now() - startedAt, null);
+    await engine.observe(offer, true, 'success', Date.now() - startedAt, null);
     // An `auto` request is charged at the quality the upstream says it used, when it says one the profile knows.
     const quality = value.quality && value.quality in plan.profile.qualities ? value.quality : plan.quality;
     const charged = await this.jobs.d.store.credits.settle(holdId, priceNano(plan, value.images.length, quality));

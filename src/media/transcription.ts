@@ -81,7 +81,7 @@ export class TranscriptionService {
     }
     const { value, offer, startedAt } = got;
     const latencyMs = Date.now() - started;
-    engine.observe(offer, true, 'success', Date.now() - startedAt, null);
+    await engine.observe(offer, true, 'success', Date.now() - startedAt, null);
     const [seconds, source] = fileSeconds !== null ? [fileSeconds, 'file' as const]
       : value.reportedSeconds !== undefined ? [value.reportedSeconds, 'upstream' as const] : [estimate, 'size_estimate' as const];
     const charged = await store.credits.settle(holdId, priceNano(offer, seconds));

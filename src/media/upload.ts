@@ -77,15 +77,17 @@ export function transcriptionBodies(opts: UploadOptions): RequestHandler {
         req.body = file ? { ...fields, [file.field]: `<${file.data.length} bytes>` } : fields;
         next();
       } catch (err) {
-        if (err instanceof ApiError && err.status === 413) return refuse(req, res, opts, err);
+        // Any answer given before the upload was read to its end closes the connection: the unread rest would
+        // otherwise be parsed as the next request on a kept-alive socket (found by the fuzzer: too many parts).
+        if (!req.complete || (err instanceof ApiError && err.status === 413)) return refuse(req, res, opts, err);
         opts.fail(req, res, err);
       }
     })().catch(next);
   };
 }
 
-/** Answers and closes the connection, so the rest of an oversized upload is not read. */
-function refuse(req: Request, res: Response, opts: UploadOptions, err: ApiError) {
+/** Answers and closes the connection, so the rest of an oversized or broken upload is not read. */
+function refuse(req: Request, res: Response, opts: UploadOptions, err: unknown) {
   res.setHeader('Connection', 'close');
   opts.fail(req, res, err);
 }

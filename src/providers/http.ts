@@ -73,17 +73,46 @@ export async function send(
   }
   if ((res.statusCode >= 200 && res.statusCode < 300) || init.passStatus) return { status: res.statusCode, headers: res.headers, body: res.body };
   const text = await readCapped(res.body, 64 * 1024).catch(() => '');
-  throw (init.mapError ?? statusError)(res.statusCode, res.headers, text);
+  // An upstream may quote the credential it was sent ("Incorrect API key provided: sk-…"): it never goes further.
+  throw (init.mapError ?? statusError)(res.statusCode, res.headers, redactSecrets(text, sentSecrets(url, init.headers)));
+}
+
+const SECRET_HEADERS = ['authorization', 'x-api-key', 'api-key', 'x-goog-api-key', 'proxy-authorization'];
+
+/** The credentials a request carries: auth header values (without their scheme) and `key`-like query values. */
+export function sentSecrets(url: string, headers: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(headers)) {
+    if (!SECRET_HEADERS.includes(k.toLowerCase()) || typeof v !== 'string') continue;
+    out.push(v.replace(/^(Bearer|Basic|Token)\s+/i, '').trim());
+  }
+  try {
+    for (const [k, v] of new URL(url).searchParams) if (/key|token|secret|sig/i.test(k)) out.push(v);
+  } catch { /* not a URL: nothing in it */ }
+  return out.filter((s) => s.length >= 6);
+}
+
+/** `text` with every occurrence of every secret replaced by `[redacted]`. */
+export function redactSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && out.includes(s)) out = out.split(s).join('[redacted]');
+  return out;
 }
 
 /** Reads a whole (small) body as text, at most `cap` bytes. */
 export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 1024 * 1024): Promise<string> {
   const parts: Buffer[] = [];
   let n = 0;
-  for await (const chunk of body) {
-    n += chunk.length;
-    if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
-    parts.push(Buffer.from(chunk));
+  try {
+    for await (const chunk of body) {
+      n += chunk.length;
+      if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
+      parts.push(Buffer.from(chunk));
+    }
+  } catch (err) {
+    // A body cut off while being read (reset, idle or total timeout) is a transport failure like any other,
+    // e.g. a slow-loris upstream stopped by the total timeout is a timeout, not a "connection" error.
+    throw err instanceof UpstreamError ? err : transportError(err);
   }
   return Buffer.concat(parts).toString('utf8');
 }

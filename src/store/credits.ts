@@ -15,8 +15,18 @@ const now = () => new Date().toISOString();
  * spend below zero, then settles the real cost and gives back the rest.
  */
 export class CreditRepo {
+  private instanceId: string | null = null;
+
   /** `rowLocks`: PostgreSQL needs `select … for update`; SQLite serialises writers already. */
   constructor(private readonly db: Kysely<Database>, private readonly rowLocks: boolean) {}
+
+  /**
+   * Holds made from now on carry this process's instance id, so another process can release them at once if
+   * this one dies (src/reliability/instances.ts). Set once at start-up.
+   */
+  bindInstance(instanceId: string): void {
+    this.instanceId = instanceId;
+  }
 
   async balance(userId: number): Promise<number> {
     const row = await this.db.selectFrom('credit_balances').select('balance_nano').where('user_id', '=', userId).executeTakeFirst();
@@ -53,7 +63,7 @@ export class CreditRepo {
         .where('user_id', '=', userId).where('balance_nano', '>=', amountNano).executeTakeFirst();
       if (Number(res.numUpdatedRows) === 0) return false;
       const t = Date.now();
-      await trx.insertInto('credit_holds').values({ id: holdId, user_id: userId, amount_nano: amountNano, created_at: t, expires_at: t + ttlMs, settled_at: null }).execute();
+      await trx.insertInto('credit_holds').values({ id: holdId, user_id: userId, amount_nano: amountNano, created_at: t, expires_at: t + ttlMs, settled_at: null, instance_id: this.instanceId }).execute();
       await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: -amountNano, kind: 'hold', reference: holdId, created_at: now() }).execute();
       return true;
     });
@@ -93,6 +103,28 @@ export class CreditRepo {
       .where('expires_at', '<', at).execute();
     for (const h of open) await this.release(h.id);
     return open.length;
+  }
+
+  /** Instances (other than `except`) that have open holds. */
+  async holdingInstances(except: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('credit_holds').select('instance_id').distinct()
+      .where('settled_at', 'is', null).where('instance_id', 'is not', null).where('instance_id', '!=', except).execute();
+    return rows.map((r) => r.instance_id as string);
+  }
+
+  /** Releases every open hold made by `instanceId` (a dead process, or this one at the end of a clean stop). */
+  async releaseInstance(instanceId: string): Promise<number> {
+    const open = await this.db.selectFrom('credit_holds').select('id').where('settled_at', 'is', null)
+      .where('instance_id', '=', instanceId).execute();
+    for (const h of open) await this.release(h.id);
+    return open.length;
+  }
+
+  /** Open holds of every user (or of one), for reconciliation checks. */
+  async openHoldCount(userId?: number): Promise<number> {
+    let q = this.db.selectFrom('credit_holds').select(sql<number>`count(*)`.as('n')).where('settled_at', 'is', null);
+    if (userId !== undefined) q = q.where('user_id', '=', userId);
+    return Number((await q.executeTakeFirstOrThrow()).n);
   }
 
   async openHolds(userId: number): Promise<number> {

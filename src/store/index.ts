@@ -16,6 +16,8 @@ import { SessionRepo } from './sessions.js';
 import { UsageRepo } from './usage.js';
 import { HealthRepo } from './health.js';
 import { CatalogRepo } from './catalog.js';
+import { LimitRepo } from './limits.js';
+import { InstanceRepo } from './instances.js';
 
 // PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -30,6 +32,8 @@ export interface Store {
   usage: UsageRepo;
   health: HealthRepo;
   catalog: CatalogRepo;
+  limits: LimitRepo;
+  instances: InstanceRepo;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -110,6 +114,8 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
     usage: new UsageRepo(db),
     health: new HealthRepo(db),
     catalog: new CatalogRepo(db),
+    limits: new LimitRepo(db),
+    instances: new InstanceRepo(db),
     async ping() {
       try {
         await sql`select 1`.execute(db);

@@ -163,10 +163,55 @@ function catalog(): Migration {
   };
 }
 
+/** Per-key rate limits that override the configured defaults (null column = the default). */
+function limits(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('api_key_limits')
+        .addColumn('key_id', 'bigint', (c) => c.primaryKey().references('api_keys.id').onDelete('cascade'))
+        .addColumn('requests_per_minute', 'integer')
+        .addColumn('tokens_per_minute', 'bigint')
+        .addColumn('concurrent_requests', 'integer')
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<any>) {
+      await sql`drop table if exists api_key_limits`.execute(db);
+    },
+  };
+}
+
+/**
+ * Running gateway processes, and which process holds each credit hold, so a restarted (or surviving) instance
+ * can release the holds of a dead one at once instead of waiting for them to expire (docs/RELIABILITY.md).
+ */
+function instances(): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      await db.schema.createTable('gateway_instances')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('hostname', 'text', (c) => c.notNull())
+        .addColumn('pid', 'integer', (c) => c.notNull())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('heartbeat_at', 'bigint', (c) => c.notNull())
+        .addColumn('stopped_at', 'bigint')
+        .execute();
+      await db.schema.alterTable('credit_holds').addColumn('instance_id', 'text').execute();
+    },
+    async down(db: Kysely<any>) {
+      await db.schema.alterTable('credit_holds').dropColumn('instance_id').execute();
+      await sql`drop table if exists gateway_instances`.execute(db);
+    },
+  };
+}
+
 export function migrationProvider(dialect: Dialect): MigrationProvider {
   return {
     async getMigrations() {
-      return { '0001_initial': initial(dialect), '0002_catalog': catalog(), '0003_stats': statsMigration(dialect) };
+      return {
+        '0001_initial': initial(dialect), '0002_catalog': catalog(), '0003_stats': statsMigration(dialect),
+        '0004_limits': limits(), '0005_instances': instances(),
+      };
     },
   };
 }

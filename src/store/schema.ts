@@ -45,6 +45,8 @@ export interface CreditHoldsTable {
   created_at: number;
   expires_at: number;
   settled_at: number | null;
+  /** The gateway process that made the hold (gateway_instances.id); null for holds made outside one. */
+  instance_id: Generated<string | null>;
 }
 
 export interface ChatSessionsTable {
@@ -200,6 +202,24 @@ export interface HealthIncidentsTable {
   error_message: string | null;
 }
 
+export interface ApiKeyLimitsTable {
+  key_id: number;
+  /** null: the configured default. 0: no limit. */
+  requests_per_minute: number | null;
+  tokens_per_minute: number | null;
+  concurrent_requests: number | null;
+  updated_at: string;
+}
+
+export interface GatewayInstancesTable {
+  id: string;
+  hostname: string;
+  pid: number;
+  started_at: number;
+  heartbeat_at: number;
+  stopped_at: number | null;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -217,4 +237,6 @@ export interface Database {
   usage_user_seen: UsageUserSeenTable;
   model_health_buckets: ModelHealthBucketsTable;
   health_incidents: HealthIncidentsTable;
+  api_key_limits: ApiKeyLimitsTable;
+  gateway_instances: GatewayInstancesTable;
 }

@@ -87,20 +87,26 @@ export class FixedWindowLimiter {
   }
 }
 
-export class SearchService {
-  private readonly guests: FixedWindowLimiter;
-  private readonly keys: FixedWindowLimiter;
+/** Counts one call of `key`: null when allowed, else the seconds to wait. In this process or shared (Redis). */
+export interface CallWindow {
+  take(key: string): number | null | Promise<number | null>;
+}
 
-  constructor(private readonly client: TavilyClient, cfg: ToolsConfig, private readonly logger: Logger) {
-    this.guests = new FixedWindowLimiter(cfg.guestAugmentPerMinute);
-    this.keys = new FixedWindowLimiter(cfg.keyAugmentPerMinute);
+export class SearchService {
+  private readonly guests: CallWindow;
+  private readonly keys: CallWindow;
+
+  /** `windows`: shared counters (src/limits/shared-window.ts) when instances share Redis; else in this process. */
+  constructor(private readonly client: TavilyClient, cfg: ToolsConfig, private readonly logger: Logger, windows?: { guests: CallWindow; keys: CallWindow }) {
+    this.guests = windows?.guests ?? new FixedWindowLimiter(cfg.guestAugmentPerMinute);
+    this.keys = windows?.keys ?? new FixedWindowLimiter(cfg.keyAugmentPerMinute);
   }
 
   /** Guests are limited per client address, keys per key; over the limit → 429 with Retry-After. */
-  checkRate(principal: Principal | null, clientAddress: string): void {
-    const wait = principal
+  async checkRate(principal: Principal | null, clientAddress: string): Promise<void> {
+    const wait = await (principal
       ? this.keys.take(principal.admin ? 'admin' : `key:${principal.keyId}`)
-      : this.guests.take(`ip:${clientAddress}`);
+      : this.guests.take(`ip:${clientAddress}`));
     if (wait === null) return;
     const who = principal ? 'this key' : 'guests from this address';
     throw new ApiError(429, 'rate_limit_error', `Too many search-augment requests for ${who}; retry in ${wait} s.`, 'rate_limited', null,

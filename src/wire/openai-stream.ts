@@ -89,7 +89,7 @@ export class OpenAIChunkWriter {
     return usage + 'data: [DONE]\n\n';
   }
 
-  static error(message: string, type: string, code: string | null): string {
-    return sseData(JSON.stringify({ error: { message, type, code, param: null } }));
+  static error(message: string, type: string, code: string | null, requestId?: string): string {
+    return sseData(JSON.stringify({ error: { message, type, code, param: null, ...(requestId ? { request_id: requestId } : {}) } }));
   }
 }

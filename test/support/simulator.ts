@@ -34,6 +34,13 @@
  *   sim/json             `{"ok":true,"echo":"<last user text>"}`
  *   sim/malformed        200 with invalid JSON (non-stream) / a `data:` line of invalid JSON (stream)
  *   sim/hang             never answers (until close())
+ *   sim/reset            the connection is destroyed before any byte of an answer (connection reset)
+ *   sim/truncated        streams: the first 3 pieces, then a clean end of the response without the terminator
+ *                        (`[DONE]`, `message_stop`, the last Gemini chunk); non-stream: half the JSON body, then
+ *                        a clean end (no Content-Length)
+ *   sim/dribble-<N>ms    slow loris: the answer (JSON body or stream) is sent one byte every N ms
+ *   sim/drip-<N>ms       streams: 5 text chunks `w1 ` … `w5 ` with N ms between pieces (non-stream: the joined
+ *                        text at once)
  *   sim/stop-seq         `Hello STOP world` cut before the earliest given stop sequence found in it
  *                        (OpenAI finish `stop`; Anthropic `stop_sequence` + stop_sequence; Gemini `STOP`)
  *   sim/length           the echo reply cut to its first max_tokens words (1 when absent); finish

@@ -4,7 +4,7 @@
  * message_delta, message_stop, each with its `event:` line), the model list, and `{type:"error"}` bodies.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest } from './io.js';
+import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
 import { interleaveKeepalive } from './openai.js';
 
 const ERROR_TYPES: Record<number, string> = {
@@ -170,5 +170,5 @@ export async function anthropicMessages(sr: SimRequest): Promise<void> {
   if (reply.malformed) return sendMalformed(sr.res);
   const out = message(sr, body.model, reply);
   if (reply.streamBreak) return sendTruncated(sr.res, out);
-  sendJson(sr.res, 200, out);
+  await sendChatJson(sr, out);
 }

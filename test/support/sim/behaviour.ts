@@ -19,7 +19,11 @@ export type Behaviour =
   | { kind: 'malformed' }
   | { kind: 'hang' }
   | { kind: 'stop-seq' }
-  | { kind: 'length' };
+  | { kind: 'length' }
+  | { kind: 'reset' }
+  | { kind: 'truncated' }
+  | { kind: 'dribble'; ms: number }
+  | { kind: 'drip'; ms: number };
 
 /** The models every list endpoint reports (any other name also works and behaves as `sim/echo`). */
 export const SIM_MODELS = [
@@ -40,7 +44,10 @@ export function behaviourOf(model: string | undefined): Behaviour {
   if ((g = m.match(/^sim\/error-([45]\d\d)$/))) return { kind: 'error', status: Number(g[1]) };
   if ((g = m.match(/^sim\/flaky-(\d{1,6})$/))) return { kind: 'flaky', failures: Number(g[1]) };
   if ((g = m.match(/^sim\/chunks-(\d{1,5})$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]) };
-  const simple = ['stream-break', 'tool-call', 'keepalive', 'usage-with-choices', 'cached', 'json', 'malformed', 'hang', 'stop-seq', 'length'] as const;
+  if ((g = m.match(/^sim\/dribble-(\d{1,6})ms$/))) return { kind: 'dribble', ms: Number(g[1]) };
+  if ((g = m.match(/^sim\/drip-(\d{1,6})ms$/))) return { kind: 'drip', ms: Number(g[1]) };
+  const simple = ['stream-break', 'tool-call', 'keepalive', 'usage-with-choices', 'cached', 'json', 'malformed', 'hang', 'stop-seq', 'length',
+    'reset', 'truncated'] as const;
   for (const k of simple) if (m === `sim/${k}`) return { kind: k };
   return { kind: 'echo' };
 }
@@ -151,6 +158,9 @@ export function planReply(chat: SimChat, b: Behaviour): Reply {
     finish = 'tool';
   } else if (b.kind === 'chunks') {
     chunks = Array.from({ length: b.n }, (_, i) => `w${i + 1} `);
+    text = chunks.join('');
+  } else if (b.kind === 'drip') {
+    chunks = ['w1 ', 'w2 ', 'w3 ', 'w4 ', 'w5 '];
     text = chunks.join('');
   } else if (b.kind === 'stream-break') {
     chunks = ['w1 ', 'w2 ', 'w3 '];

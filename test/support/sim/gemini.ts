@@ -4,7 +4,7 @@
  * the model list, and Google's `{error:{code, message, status}}` bodies.
  */
 import { behaviourOf, planReply, SIM_MODELS, type Reply, type SimChat } from './behaviour.js';
-import { gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest } from './io.js';
+import { gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
 
 const STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 409: 'ABORTED',
@@ -152,5 +152,5 @@ export async function geminiGenerate(sr: SimRequest, model: string, stream: bool
   if (reply.malformed) return sendMalformed(sr.res);
   const out = response(sr, model, allParts(reply), reply, true);
   if (reply.streamBreak) return sendTruncated(sr.res, out);
-  sendJson(sr.res, 200, out);
+  await sendChatJson(sr, out);
 }

@@ -61,6 +61,10 @@ export type ErrorWriter = (status: number, message: string, headers?: Record<str
 export async function gate(sr: SimRequest, model: string | undefined, writeError: ErrorWriter): Promise<boolean> {
   const b = behaviourOf(model);
   if (b.kind === 'hang') return false;
+  if (b.kind === 'reset') {
+    sr.res.socket?.destroy(); // the connection dies before any byte of an answer
+    return false;
+  }
   if (b.kind === 'error') {
     writeError(b.status, `simulated upstream error ${b.status}`, b.status === 429 ? { 'retry-after': '1' } : {});
     return false;
@@ -128,13 +132,51 @@ export async function pump(
   const { res } = sr;
   if (res.headersSent || res.destroyed) return;
   res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const last = breakAfter ?? pieces.length;
+  const b = behaviourOf(sr.call.model);
+  // truncated: a clean end of the response after 3 pieces, without the stream's terminator
+  const last = b.kind === 'truncated' ? Math.min(3, pieces.length) : (breakAfter ?? pieces.length);
   for (let i = 0; i < last; i++) {
     if (sr.signal.aborted) return;
-    await write(res, pieces[i]);
+    if (b.kind === 'drip' && i > 0 && !(await pause(b.ms, sr.signal))) return;
+    if (b.kind === 'dribble') {
+      if (!(await dribble(sr, Buffer.from(pieces[i]), b.ms))) return;
+    } else await write(res, pieces[i]);
   }
-  if (breakAfter !== undefined) res.socket?.destroy();
+  if (breakAfter !== undefined && b.kind !== 'truncated') res.socket?.destroy();
   else res.end();
+}
+
+/** The answer of a non-streamed chat, with the byte-level behaviours (`dribble`, `truncated`) applied. */
+export async function sendChatJson(sr: SimRequest, body: unknown): Promise<void> {
+  const b = behaviourOf(sr.call.model);
+  if (b.kind !== 'dribble' && b.kind !== 'truncated') return sendJson(sr.res, 200, body);
+  const text = Buffer.from(JSON.stringify(body));
+  // no Content-Length: the body ends when the response ends
+  sr.res.writeHead(200, { 'content-type': 'application/json' });
+  if (b.kind === 'truncated') {
+    await write(sr.res, text.subarray(0, Math.floor(text.length / 2)));
+    sr.res.end();
+    return;
+  }
+  if (await dribble(sr, text, b.ms)) sr.res.end();
+}
+
+/** Slow loris: one byte every `ms`. False when the client went away first. */
+async function dribble(sr: SimRequest, bytes: Buffer, ms: number): Promise<boolean> {
+  for (let i = 0; i < bytes.length; i++) {
+    if (i > 0 && !(await pause(ms, sr.signal))) return false;
+    await write(sr.res, bytes.subarray(i, i + 1));
+  }
+  return true;
+}
+
+async function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  try {
+    await sleep(ms, undefined, { signal });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** `key=value` pairs of the query string (last one wins). */

@@ -3,7 +3,7 @@
  * list, auth and error bodies. Images and audio are in ./openai-media.ts.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest } from './io.js';
+import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
 
 const FINGERPRINT = 'fp_simulator';
 export const MODEL_CREATED = 1_700_000_000;
@@ -152,5 +152,5 @@ export async function openaiChat(sr: SimRequest): Promise<void> {
   if (reply.malformed) return sendMalformed(sr.res);
   const out = completion(sr, body.model, reply);
   if (reply.streamBreak) return sendTruncated(sr.res, out);
-  sendJson(sr.res, 200, out);
+  await sendChatJson(sr, out);
 }

@@ -1,0 +1,120 @@
+/** RateLimiter: order of checks, headers, per-key overrides, tokens from usage records, failing open. */
+import { expect } from 'chai';
+import { RateLimiter } from '../../src/limits/limiter.js';
+import { MemoryLimitBackend, type LimitBackend } from '../../src/limits/backend.js';
+import { ApiError } from '../../src/errors.js';
+import { createLogger } from '../../src/logger.js';
+import type { KeyLimits } from '../../src/store/limits.js';
+import type { UsageRecord } from '../../src/store/usage.js';
+
+const T0 = 1_800_000_000_000;
+const key = (keyId: number) => ({ keyId, userId: keyId, admin: false });
+
+function limiter(defaults: { requestsPerMinute: number; tokensPerMinute: number; concurrentRequests: number }, opts: {
+  own?: Record<number, KeyLimits>; backend?: LimitBackend; clock?: { t: number };
+} = {}) {
+  const own = opts.own ?? {};
+  const repo = { get: async (id: number) => own[id], set: async (id: number, l: KeyLimits) => { own[id] = l; } };
+  const keys = { get: async (id: number) => (id < 100 ? ({ id } as any) : undefined) };
+  const clock = opts.clock ?? { t: T0 };
+  return new RateLimiter(opts.backend ?? new MemoryLimitBackend(), defaults, repo as any, keys, createLogger('silent'), () => clock.t);
+}
+
+async function refused(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    expect(err).to.be.instanceOf(ApiError);
+    return err as ApiError;
+  }
+  throw new Error('expected a 429');
+}
+
+const usage = (keyId: number, prompt: number, completion: number) => ({ key_id: keyId, prompt_tokens: prompt, completion_tokens: completion } as UsageRecord);
+
+describe('RateLimiter', () => {
+  it('requests per minute: headers count down; the refusal is a 429 with Retry-After and the window reset', async () => {
+    const clock = { t: T0 + 250 };
+    const l = limiter({ requestsPerMinute: 2, tokensPerMinute: 0, concurrentRequests: 0 }, { clock });
+    const a = await l.admit(key(1));
+    expect(a!.headers).to.deep.equal({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '1', 'X-RateLimit-Reset': '60' });
+    clock.t = T0 + 20_000;
+    expect((await l.admit(key(1)))!.headers['X-RateLimit-Remaining']).to.equal('0');
+    const e = await refused(l.admit(key(1)));
+    expect(e.status).to.equal(429);
+    expect(e.code).to.equal('rate_limit_requests');
+    expect(e.type).to.equal('rate_limit_error');
+    // the oldest request (second T0) leaves the window at T0 + 60 s: 40 s from now
+    expect(e.headers).to.deep.equal({ 'X-RateLimit-Limit': '2', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': '40', 'Retry-After': '40' });
+    // other keys are not affected; the admin credential and guests are not limited per key
+    expect(await l.admit(key(2))).to.not.equal(null);
+    expect(await l.admit({ keyId: 0, userId: 0, admin: true })).to.equal(null);
+    expect(await l.admit(null)).to.equal(null);
+  });
+
+  it('concurrency: a slot per request until released; a request refused by the minute limit keeps no slot', async () => {
+    const l = limiter({ requestsPerMinute: 3, tokensPerMinute: 0, concurrentRequests: 2 });
+    const a = await l.admit(key(1));
+    const b = await l.admit(key(1));
+    const e = await refused(l.admit(key(1)));
+    expect(e.code).to.equal('rate_limit_concurrency');
+    expect(e.headers['Retry-After']).to.equal('1');
+    a!.release();
+    a!.release(); // twice is once
+    const c = await l.admit(key(1)); // third request of the minute
+    b!.release();
+    c!.release();
+    const d = await refused(l.admit(key(1))); // fourth of the minute: refused, and its slot given back
+    expect(d.code).to.equal('rate_limit_requests');
+    const l2 = await l.admit(key(2));
+    expect(l2).to.not.equal(null);
+    // both slots of key 1 are free: with the minute limit lifted (override), two are admitted again
+    await l.update(1, { requests_per_minute: 0 });
+    const x = await l.admit(key(1));
+    const y = await l.admit(key(1));
+    expect([x, y].every(Boolean)).to.equal(true);
+    expect(x!.headers).to.deep.equal({}); // no minute limit, no headers
+  });
+
+  it('tokens per minute: counted from usage records; refused once the minute is spent, until the tokens age out', async () => {
+    const clock = { t: T0 };
+    const l = limiter({ requestsPerMinute: 0, tokensPerMinute: 100, concurrentRequests: 0 }, { clock });
+    expect((await l.admit(key(1)))!.headers).to.deep.equal({ 'X-RateLimit-Limit-Tokens': '100', 'X-RateLimit-Remaining-Tokens': '100' });
+    l.countUsage([usage(1, 60, 30), usage(2, 500, 0), { ...usage(0, 9, 9) }]);
+    await new Promise((r) => setImmediate(r));
+    expect((await l.admit(key(1)))!.headers['X-RateLimit-Remaining-Tokens']).to.equal('10');
+    l.countUsage([usage(1, 5, 5)]);
+    await new Promise((r) => setImmediate(r));
+    clock.t = T0 + 15_000;
+    const e = await refused(l.admit(key(1)));
+    expect(e.code).to.equal('rate_limit_tokens');
+    expect(e.headers).to.deep.equal({ 'X-RateLimit-Limit-Tokens': '100', 'X-RateLimit-Remaining-Tokens': '0', 'Retry-After': '45' });
+    await refused(l.admit(key(2)));
+    clock.t = T0 + 60_000;
+    expect(await l.admit(key(1))).to.not.equal(null);
+  });
+
+  it('per-key overrides: a number replaces the default, null returns to it, 0 is unlimited; unknown keys are undefined', async () => {
+    const l = limiter({ requestsPerMinute: 600, tokensPerMinute: 1000, concurrentRequests: 8 }, { own: { 3: { requests_per_minute: 1, tokens_per_minute: null, concurrent_requests: 0 } } });
+    expect(await l.describe(3)).to.deep.equal({
+      key_id: 3,
+      overrides: { requests_per_minute: 1, tokens_per_minute: null, concurrent_requests: 0 },
+      effective: { requests_per_minute: 1, tokens_per_minute: 1000, concurrent_requests: 0 },
+    });
+    await l.admit(key(3));
+    expect((await refused(l.admit(key(3)))).code).to.equal('rate_limit_requests');
+    const v = await l.update(3, { requests_per_minute: null, concurrent_requests: 2 });
+    expect(v!.effective).to.deep.equal({ requests_per_minute: 600, tokens_per_minute: 1000, concurrent_requests: 2 });
+    expect(await l.admit(key(3))).to.not.equal(null);
+    expect(await l.describe(999)).to.equal(undefined);
+    expect(await l.update(999, {})).to.equal(undefined);
+  });
+
+  it('fails open when the backend fails (a Redis outage never blocks requests)', async () => {
+    const broken = new MemoryLimitBackend();
+    broken.take = async () => { throw new Error('connection is closed'); };
+    broken.acquire = async () => { throw new Error('connection is closed'); };
+    const l = limiter({ requestsPerMinute: 1, tokensPerMinute: 0, concurrentRequests: 1 }, { backend: broken });
+    for (let i = 0; i < 3; i++) expect(await l.admit(key(1))).to.equal(null);
+  });
+});
