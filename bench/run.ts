@@ -136,21 +136,22 @@ async function streaming(url: string, key: string, concurrency: number, total: n
 }
 
 /** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */
-async function openStreams(url: string, key: string, pid: number, n: number) {
-  const idle = rssOf(pid);
+async function openStreams(url: string, key: string, pid: number, n: number, idleRss: number) {
+  const before = rssOf(pid);
   const ac = new AbortController();
   const body = chatBody('sim/slow-4000ms', true);
   let opened = 0;
   const reqs = Array.from({ length: n }, () => request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, signal: ac.signal,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body }).then(async (r) => { opened++; for await (const _ of r.body) { /* drain */ } }).catch(() => undefined));
-  let peak = idle;
+  let peak = before;
   const t0 = Date.now();
   while (Date.now() - t0 < 3500) {
     peak = Math.max(peak, rssOf(pid));
     await new Promise((r) => setTimeout(r, 50));
   }
   await Promise.all(reqs);
-  return { idleMb: round(idle / 2 ** 20, 1), peakMb: round(peak / 2 ** 20, 1), perStreamKb: round((peak - idle) / n / 1024, 1), completed: opened };
+  // Per stream: the growth over the RSS just before the streams opened (after the load phases, so warm).
+  return { idleMb: round(idleRss / 2 ** 20, 1), beforeMb: round(before / 2 ** 20, 1), peakMb: round(peak / 2 ** 20, 1), perStreamKb: round((peak - before) / n / 1024, 1), completed: opened };
 }
 
 async function benchGateway(label: string, env: Record<string, string>, simUrl: string) {
@@ -181,7 +182,10 @@ async function benchGateway(label: string, env: Record<string, string>, simUrl: 
     if (i === 99) throw new Error(`gateway never served ${MODEL}: ${r.statusCode} ${text}`);
     await new Promise((res) => setTimeout(res, 200));
   }
-  return { url, key, pid: gw.child.pid!, stop: () => gw.child.kill('SIGTERM') };
+  // Idle: started, catalog loaded, one request served, nothing in flight.
+  await new Promise((r) => setTimeout(r, 500));
+  const idleRss = rssOf(gw.child.pid!);
+  return { url, key, pid: gw.child.pid!, idleRss, stop: () => gw.child.kill('SIGTERM') };
 }
 
 async function main() {
@@ -224,7 +228,7 @@ async function main() {
     log(`${label}: streaming`);
     r.stream = await streaming(gw.url, gw.key, 16, streams);
     log(`${label}: ${open} open streams`);
-    r.memory = await openStreams(gw.url, gw.key, gw.pid, open);
+    r.memory = await openStreams(gw.url, gw.key, gw.pid, open, gw.idleRss);
     gw.stop();
     results[label] = r;
   }
@@ -249,7 +253,7 @@ async function main() {
       bare_added_p50_ms: round(results.bare.c1.p50 - results.direct.c1.p50, 3),
       throughput_vs_bare: round(g.c64.rps / results.bare.c64.rps, 3),
       added_ttfb_p50_ms: round(g.stream.ttfbP50 - results.direct.stream.ttfbP50, 3),
-      idle_rss_mb: g.memory.idleMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
+      idle_rss_mb: g.memory.idleMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }
   results.derived = derived;

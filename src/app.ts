@@ -67,8 +67,13 @@ function errorStyleFor(path: string): ErrorStyle {
 }
 
 export function sendError(req: Request, res: Response, err: unknown, log: Logger): void {
-  const apiErr = toApiError(err);
   const requestId = (res.locals as Locals).requestId ?? '';
+  // The client went away mid-request (its abort reached the upstream call): nobody to answer, nothing failed.
+  if (res.destroyed || req.socket?.destroyed) {
+    log.debug({ requestId, path: req.path }, 'client disconnected before the answer');
+    return;
+  }
+  const apiErr = toApiError(err);
   if (apiErr.status >= 500 && !(err instanceof ApiError)) log.error({ err, requestId, path: req.path }, 'unhandled error');
   if (res.headersSent) {
     res.end();

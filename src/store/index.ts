@@ -96,9 +96,9 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
   const dialect: Dialect = cfg.dialect;
-  // With a schema of its own, the migrator must look for its bookkeeping tables there: by default it finds
-  // them in any schema, and another schema's tables would fool it.
-  const schema = cfg.dialect === 'postgres' ? cfg.schema : undefined;
+  // The migrator must look for its bookkeeping tables in the store's own schema (`public` unless one is set): by
+  // default it finds them in any schema of the database, and another schema's tables would fool it.
+  const schema = cfg.dialect === 'postgres' ? cfg.schema ?? 'public' : undefined;
   const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
   const { error } = await migrator.migrateToLatest();
   if (error) {
