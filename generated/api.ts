@@ -1504,7 +1504,7 @@ export interface components {
             error: {
                 /** @description Human-readable explanation. */
                 message: string;
-                /** @description Error class, e.g. `invalid_request_error`, `authentication_error`, `not_found_error`, `insufficient_credits`, `rate_limit_error`, `upstream_error`, `not_implemented`, `server_error`. */
+                /** @description Error class, e.g. `invalid_request_error`, `authentication_error`, `not_found_error`, `insufficient_credits`, `rate_limit_error`, `upstream_error`, `server_error`. */
                 type: string;
                 /** @description Machine-readable code. */
                 code: string | null;
@@ -4247,7 +4247,7 @@ export interface components {
         };
         /**
          * @description Any other error: 400 bad request, 402 insufficient credits, 404, 405, 413 body too large,
-         *     429 rate limited, 500, 501 not implemented yet, 502 upstream failure, 503, 504 upstream timeout.
+         *     429 rate limited, 500, 502 upstream failure, 503, 504 upstream timeout.
          */
         Error: {
             headers: {

@@ -34,8 +34,6 @@ export const unauthorized = (msg = 'Missing or invalid API key. Send it as "Auth
 export const forbidden = (msg: string) => new ApiError(403, 'permission_error', msg, 'forbidden');
 export const notFound = (msg: string) => new ApiError(404, 'not_found_error', msg, 'not_found');
 export const insufficientCredits = (msg: string) => new ApiError(402, 'insufficient_credits', msg, 'insufficient_credits');
-export const notImplemented = (operationId: string) =>
-  new ApiError(501, 'not_implemented', `Operation ${operationId} is not implemented yet.`, 'not_implemented');
 
 /** Anthropic's error `type` for a status, for the /v1/messages error shape. */
 export function anthropicErrorType(status: number): string {
