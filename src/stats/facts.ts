@@ -3,6 +3,7 @@
  * rollup day or hour (whole periods) or raw request (partial edge hours), all in the rollup's columns, so every statistic
  * is one aggregate over it and never loads requests into memory. The same SQL runs on SQLite and PostgreSQL.
  */
+import type { UsageRollupTable } from '../store/schema.js';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../store/schema.js';
 import { RAW_FACT_COLUMNS } from '../store/rollups.js';
@@ -52,19 +53,8 @@ export const TOTALS = sql`count(*) as fact_rows,
   coalesce(sum(ttft_sum), 0) as ttft_sum, coalesce(sum(ttft_n), 0) as ttft_n,
   coalesce(sum(tps_sum), 0) as tps_sum, coalesce(sum(tps_n), 0) as tps_n`;
 
-export interface Totals {
-  requests: number;
-  successes: number;
-  failures: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  cost_nano: number;
-  latency_sum: number;
-  ttft_sum: number;
-  ttft_n: number;
-  tps_sum: number;
-  tps_n: number;
-}
+/** The summed measures of a window: the rollup table's measure columns. */
+export type Totals = Omit<UsageRollupTable, 'grain' | 'period' | 'gateway' | 'provider' | 'model'>;
 
 const TOTAL_KEYS: Array<keyof Totals> = ['requests', 'successes', 'failures', 'prompt_tokens', 'completion_tokens', 'cost_nano',
   'latency_sum', 'ttft_sum', 'ttft_n', 'tps_sum', 'tps_n'];
