@@ -11,6 +11,7 @@ import { startTestGateway, type TestGateway } from '../support/app.js';
 import { startSimulator, type Simulator } from '../support/simulator.js';
 import { fixtureCatalog, gw, offer } from '../support/catalog.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
+import { usageRows as recordedUsage } from '../support/e2e.js';
 
 const NANO = 1e9;
 
@@ -59,7 +60,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
   beforeEach(() => sim.reset());
 
   const client = (apiKey = key) => new OpenAI({ apiKey, baseURL, maxRetries: 0 });
-  const usageRows = async () => { await gateway.services.recorder.flush(); return gateway.store.usage.forUser(userId); };
+  const usageRows = () => recordedUsage(gateway, userId);
 
   it('plain completion: content, usage, gateway_usage with the exact cost, provider headers, credits settled', async () => {
     const before = await gateway.store.credits.balance(userId);

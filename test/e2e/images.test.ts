@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { APIError } from 'openai';
 import { PNG_1X1 } from '../support/sim/openai-media.js';
 import { startMediaStack, type MediaStack } from '../support/media-stack.js';
+import { usageRows as recordedUsage } from '../support/e2e.js';
 
 const NANO = 1e9;
 
@@ -24,7 +25,7 @@ describe('e2e: /v1/images/generations with the OpenAI SDK', function () {
   beforeEach(() => s.sim.reset());
 
   const balance = () => s.gateway.store.credits.balance(userId);
-  const usageRows = async () => { await s.gateway.services.recorder.flush(); return s.gateway.store.usage.forUser(userId); };
+  const usageRows = () => recordedUsage(s.gateway, userId);
   const refusal = async (p: Promise<unknown>): Promise<APIError> => {
     try {
       await p;

@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import Anthropic, { type APIError } from '@anthropic-ai/sdk';
 import { offer } from '../support/catalog.js';
-import { startE2E, usageRows, type E2E } from '../support/e2e.js';
+import { startE2E, usageRows, type E2E, postMessages } from '../support/e2e.js';
 import { DIALECTS, postgresAvailable } from '../support/db.js';
 
 describe('e2e: /v1/messages routing, failover, money and errors', function () {
@@ -41,8 +41,7 @@ describe('e2e: /v1/messages routing, failover, money and errors', function () {
   const client = (apiKey = key) => new Anthropic({ apiKey, baseURL: e.origin, maxRetries: 0 });
   const balance = () => e.gateway.store.credits.balance(userId);
   const lastRow = async () => (await usageRows(e.gateway, userId)).at(-1)!;
-  const post = (body: unknown, headers: Record<string, string>) =>
-    fetch(`${e.origin}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) });
+  const post = (body: unknown, headers: Record<string, string>) => postMessages(e.origin, body, headers);
 
   describe('routing, failover and credits', () => {
     it('fails over from a failing Anthropic upstream to a translated one, plain and streamed; health records both', async () => {

@@ -9,7 +9,7 @@
 import { expect } from 'chai';
 import Anthropic, { type APIError } from '@anthropic-ai/sdk';
 import { offer } from '../support/catalog.js';
-import { startE2E, usageRows, SIM_KEY, type E2E } from '../support/e2e.js';
+import { startE2E, usageRows, SIM_KEY, type E2E, postMessages } from '../support/e2e.js';
 import { readEvents, jsonData } from '../support/sim-client.js';
 import { specSchemaErrors } from '../support/spec-schema.js';
 
@@ -52,8 +52,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
   const client = (apiKey = key) => new Anthropic({ apiKey, baseURL: e.origin, maxRetries: 0 });
   const balance = () => e.gateway.store.credits.balance(userId);
   const lastRow = async () => (await usageRows(e.gateway, userId)).at(-1)!;
-  const post = (body: unknown, headers: Record<string, string>, origin = e.origin) =>
-    fetch(`${origin}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) });
+  const post = (body: unknown, headers: Record<string, string>, origin = e.origin) => postMessages(origin, body, headers);
 
   describe('served by an OpenAI-compatible upstream (translated)', () => {
     it('messages.create: a proper message, exact usage, gateway_usage, credits settled, one usage record', async () => {

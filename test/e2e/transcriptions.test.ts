@@ -9,6 +9,7 @@ import { APIError, toFile } from 'openai';
 import { startMediaStack, type MediaStack } from '../support/media-stack.js';
 import { mp3, oggOpus, pcmWav } from '../support/media-files.js';
 import { DIALECTS, postgresAvailable } from '../support/db.js';
+import { usageRows as recordedUsage } from '../support/e2e.js';
 
 const NANO = 1e9;
 
@@ -38,7 +39,7 @@ for (const dialect of DIALECTS) {
     beforeEach(() => s?.sim.reset());
 
     const balance = () => s.gateway.store.credits.balance(userId);
-    const usageRows = async () => { await s.gateway.services.recorder.flush(); return s.gateway.store.usage.forUser(userId); };
+    const usageRows = () => recordedUsage(s.gateway, userId);
 
     it('a 60 s WAV: the transcript, and exactly one minute at $0.006 deducted after success', async () => {
       const before = await balance();

@@ -56,3 +56,8 @@ export async function usageRows(gateway: TestGateway, userId: number) {
   await gateway.services.recorder.flush();
   return gateway.store.usage.forUser(userId);
 }
+
+/** A raw POST /v1/messages as a non-SDK Anthropic client sends it (to the gateway, or to the simulator directly). */
+export function postMessages(origin: string, body: unknown, headers: Record<string, string>): Promise<Response> {
+  return fetch(`${origin}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) });
+}

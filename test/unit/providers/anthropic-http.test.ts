@@ -33,7 +33,7 @@ describe('anthropic adapter over HTTP (local fake upstream)', () => {
   });
   after(() => upstream.close());
   beforeEach(() => {
-    upstream.seen.length = 0;
+    upstream.requests.length = 0;
   });
 
   it('is the registry\'s adapter for the anthropic wire format', () => {
@@ -44,7 +44,7 @@ describe('anthropic adapter over HTTP (local fake upstream)', () => {
     answer = { status: 200, body: JSON.stringify(MESSAGE) };
     const req = baseRequest({ messages: [{ role: 'system', content: 'Be kind.' }, { role: 'user', content: 'Hi' }], temperature: 0.5 });
     const result = await anthropicAdapter.chat(req, targetFor(upstream.url, 'claude-3-5-haiku-20241022', 'sk-ant-test-1'), new AbortController().signal);
-    const seen = upstream.seen[0]!;
+    const seen = upstream.requests[0]!;
     expect(seen.method).to.equal('POST');
     expect(seen.url).to.equal('/v1/messages');
     expect(seen.headers['x-api-key']).to.equal('sk-ant-test-1');
@@ -67,7 +67,7 @@ describe('anthropic adapter over HTTP (local fake upstream)', () => {
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
     };
     const result = await anthropicAdapter.chat(baseRequest({ anthropicBody }), targetFor(upstream.url, 'claude-3-5-haiku-20241022'), new AbortController().signal);
-    expect(JSON.parse(upstream.seen[0]!.body)).to.deep.equal({
+    expect(JSON.parse(upstream.requests[0]!.body)).to.deep.equal({
       model: 'claude-3-5-haiku-20241022', max_tokens: 50, top_k: 3, stream: false,
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] }],
     });
@@ -78,8 +78,8 @@ describe('anthropic adapter over HTTP (local fake upstream)', () => {
   it('streams: resolves on the 2xx, then maps the events', async () => {
     answer = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('tools.txt') };
     const stream = await anthropicAdapter.chatStream(baseRequest({ stream: true }), targetFor(upstream.url, 'claude-3-5-haiku-20241022'), new AbortController().signal);
-    expect(JSON.parse(upstream.seen[0]!.body).stream).to.equal(true);
-    expect(upstream.seen[0]!.headers.accept).to.equal('text/event-stream');
+    expect(JSON.parse(upstream.requests[0]!.body).stream).to.equal(true);
+    expect(upstream.requests[0]!.headers.accept).to.equal('text/event-stream');
     const { events, error } = await collect(stream);
     expect(error).to.equal(undefined);
     expect(textOf(events)).to.equal("I'll check both cities.");

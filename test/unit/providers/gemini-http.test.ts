@@ -23,7 +23,7 @@ describe('gemini adapter over HTTP (local fake upstream)', () => {
   });
   after(() => upstream.close());
   beforeEach(() => {
-    upstream.seen.length = 0;
+    upstream.requests.length = 0;
   });
 
   it('is the registry\'s adapter for the gemini wire format (openai is left to the integrator)', () => {
@@ -35,7 +35,7 @@ describe('gemini adapter over HTTP (local fake upstream)', () => {
     answer = { status: 200, body: recorded('googleai/unary-success-basic-reply-short.json') };
     const req = baseRequest({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Where is Google?' }], maxTokens: 64 });
     const r = await geminiAdapter.chat(req, targetFor(upstream.url, 'gemini-2.0-flash', 'AIza-test-key'), new AbortController().signal);
-    const seen = upstream.seen[0]!;
+    const seen = upstream.requests[0]!;
     expect(seen.method).to.equal('POST');
     expect(seen.url).to.equal('/v1beta/models/gemini-2.0-flash:generateContent');
     expect(seen.headers['x-goog-api-key']).to.equal('AIza-test-key');
@@ -54,8 +54,8 @@ describe('gemini adapter over HTTP (local fake upstream)', () => {
   it('streams from streamGenerateContent?alt=sse', async () => {
     answer = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: recorded('googleai/streaming-success-basic-reply-short.txt') };
     const stream = await geminiAdapter.chatStream(baseRequest({ stream: true }), targetFor(upstream.url, 'gemini-2.0-flash'), new AbortController().signal);
-    expect(upstream.seen[0]!.url).to.equal('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
-    expect(upstream.seen[0]!.headers['x-goog-api-key']).to.equal('test-key-123');
+    expect(upstream.requests[0]!.url).to.equal('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+    expect(upstream.requests[0]!.headers['x-goog-api-key']).to.equal('test-key-123');
     const { events, error } = await collect(stream);
     expect(error).to.equal(undefined);
     expect(textOf(events)).to.equal('The capital of Wyoming is **Cheyenne**.\n');

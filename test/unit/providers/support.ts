@@ -1,6 +1,4 @@
 /** Helpers for the provider adapter tests: chunked bodies, event collection, a local fake upstream. */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { ChatRequest, StreamEvent } from '../../../src/engine/types.js';
 import type { GatewayInfo } from '../../../src/catalog/types.js';
 import type { Target } from '../../../src/providers/types.js';
@@ -87,40 +85,5 @@ export function targetFor(baseUrl: string, upstreamModel: string, apiKey = 'test
   return { gateway, baseUrl, apiKey, upstreamModel, timeouts: { connectMs: 2000, firstByteMs: 5000, totalMs: 10000 } };
 }
 
-export interface SeenRequest {
-  method: string;
-  url: string;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-export interface FakeUpstream {
-  url: string;
-  seen: SeenRequest[];
-  close(): Promise<void>;
-}
-
-/** A real HTTP server on 127.0.0.1 (port 0) that records each request and answers with `reply`. */
-export async function fakeUpstream(reply: (req: SeenRequest, res: http.ServerResponse) => void): Promise<FakeUpstream> {
-  const seen: SeenRequest[] = [];
-  const server = http.createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
-      const r = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(parts).toString('utf8') };
-      seen.push(r);
-      reply(r, res);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    seen,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
+// The fake upstream is the suite's shared one (test/support/upstream.ts).
+export { startFakeUpstream as fakeUpstream, type FakeUpstream, type SeenRequest } from '../../support/upstream.js';
