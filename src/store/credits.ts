@@ -1,5 +1,6 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
+import type { SqliteWriteBatch } from './sqlite-batch.js';
 
 /** 1 USD = 1e9 nano-USD. */
 export const NANO = 1_000_000_000;
@@ -13,12 +14,20 @@ const now = () => new Date().toISOString();
  * (balances start at zero and only change together with a ledger row in one transaction). A request holds its
  * worst-case cost with a conditional decrement (`where balance >= amount`), so concurrent requests can never
  * spend below zero, then settles the real cost and gives back the rest.
+ *
+ * Hold and settle are on every request's path, so they are hand-written per database rather than built with
+ * Kysely (see docs/PERFORMANCE.md): on SQLite, prepared statements in the group commit (src/store/sqlite-batch.ts);
+ * on PostgreSQL, one statement each (one round trip, atomic on its own). Both keep the rules above.
  */
 export class CreditRepo {
   private instanceId: string | null = null;
+  private readonly rowLocks: boolean;
 
-  /** `rowLocks`: PostgreSQL needs `select … for update`; SQLite serialises writers already. */
-  constructor(private readonly db: Kysely<Database>, private readonly rowLocks: boolean) {}
+  /** `batch` on SQLite (the group commit); PostgreSQL otherwise. */
+  constructor(private readonly db: Kysely<Database>, private readonly batch: SqliteWriteBatch | undefined) {
+    // PostgreSQL needs `select … for update`; SQLite serialises writers already.
+    this.rowLocks = !batch;
+  }
 
   /**
    * Holds made from now on carry this process's instance id, so another process can release them at once if
@@ -57,16 +66,22 @@ export class CreditRepo {
 
   /** Holds `amountNano` for a request; false when the balance cannot cover it. */
   async hold(userId: number, holdId: string, amountNano: number, ttlMs: number): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const res = await trx.updateTable('credit_balances')
-        .set({ balance_nano: sql`balance_nano - ${amountNano}`, updated_at: now() })
-        .where('user_id', '=', userId).where('balance_nano', '>=', amountNano).executeTakeFirst();
-      if (Number(res.numUpdatedRows) === 0) return false;
-      const t = Date.now();
-      await trx.insertInto('credit_holds').values({ id: holdId, user_id: userId, amount_nano: amountNano, created_at: t, expires_at: t + ttlMs, settled_at: null, instance_id: this.instanceId }).execute();
-      await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: -amountNano, kind: 'hold', reference: holdId, created_at: now() }).execute();
-      return true;
-    });
+    const at = now();
+    const t = Date.now();
+    const { batch, instanceId } = this;
+    if (batch) {
+      return batch.run(() => {
+        const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ?')
+          .run(amountNano, at, userId, amountNano);
+        if (debited.changes === 0) return false;
+        batch.statement('insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ?)')
+          .run(holdId, userId, amountNano, t, t + ttlMs, instanceId);
+        batch.statement(INSERT_LEDGER).run(userId, -amountNano, 'hold', holdId, at);
+        return true;
+      });
+    }
+    const { rows } = await this.db.executeQuery<{ n: number }>(CompiledQuery.raw(PG_HOLD, [amountNano, at, userId, holdId, t, t + ttlMs, instanceId]));
+    return Number(rows[0]?.n ?? 0) > 0;
   }
 
   /**
@@ -74,23 +89,30 @@ export class CreditRepo {
    * exceeded the hold (never below zero). Returns the amount actually charged; settling twice is a no-op (0).
    */
   async settle(holdId: string, actualNano: number): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      const hold = await trx.selectFrom('credit_holds').select(['user_id', 'amount_nano'])
-        .where('id', '=', holdId).where('settled_at', 'is', null).executeTakeFirst();
-      if (!hold) return 0;
-      const claimed = await trx.updateTable('credit_holds').set({ settled_at: Date.now() })
-        .where('id', '=', holdId).where('settled_at', 'is', null).executeTakeFirst();
-      if (Number(claimed.numUpdatedRows) === 0) return 0;
-      const userId = Number(hold.user_id);
-      const held = Number(hold.amount_nano);
-      let delta = held - actualNano;
-      if (delta < 0) {
-        const current = await lockBalance(trx, userId, this.rowLocks);
-        delta = -Math.min(-delta, current);
-      }
-      if (delta !== 0) await applyDelta(trx, userId, delta, actualNano === 0 ? 'release' : 'settle', holdId);
-      return held - delta;
-    });
+    const kind = actualNano === 0 ? 'release' : 'settle';
+    const { batch } = this;
+    if (batch) {
+      return batch.run(() => {
+        const at = now();
+        const hold = batch.statement('update credit_holds set settled_at = ? where id = ? and settled_at is null returning user_id, amount_nano')
+          .get(Date.now(), holdId) as { user_id: number; amount_nano: number } | undefined;
+        if (!hold) return 0;
+        const userId = Number(hold.user_id);
+        const held = Number(hold.amount_nano);
+        let delta = held - actualNano;
+        if (delta < 0) {
+          const row = batch.statement('select balance_nano from credit_balances where user_id = ?').get(userId) as { balance_nano: number } | undefined;
+          delta = -Math.min(-delta, Number(row?.balance_nano ?? 0));
+        }
+        if (delta !== 0) {
+          batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ?').run(delta, at, userId);
+          batch.statement(INSERT_LEDGER).run(userId, delta, kind, holdId, at);
+        }
+        return held - delta;
+      });
+    }
+    const { rows } = await this.db.executeQuery<{ charged: number }>(CompiledQuery.raw(PG_SETTLE, [Date.now(), holdId, actualNano, now(), kind]));
+    return rows.length ? Number(rows[0].charged) : 0;
   }
 
   release(holdId: string): Promise<number> {
@@ -133,6 +155,46 @@ export class CreditRepo {
     return Number(row.n);
   }
 }
+
+const INSERT_LEDGER = 'insert into credit_ledger (user_id, delta_nano, kind, reference, created_at) values (?, ?, ?, ?, ?)';
+
+/**
+ * PostgreSQL hold in one statement: the conditional debit, the hold row and its ledger row, all or nothing.
+ * $1 amount, $2 timestamp text, $3 user, $4 hold id, $5 created ms, $6 expires ms, $7 instance.
+ */
+const PG_HOLD = `with debit as (
+    update credit_balances set balance_nano = balance_nano - $1::bigint, updated_at = $2
+    where user_id = $3 and balance_nano >= $1::bigint returning user_id
+  ), hold as (
+    insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
+    select $4, user_id, $1::bigint, $5, $6, null, $7 from debit
+  ), ledger as (
+    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
+    select user_id, -$1::bigint, 'hold', $4, $2 from debit
+  )
+  select count(*)::int as n from debit`;
+
+/**
+ * PostgreSQL settle in one statement: claim the open hold, lock the balance, give back (or take, never below
+ * zero) the difference and write its ledger row. No row when the hold was already settled.
+ * $1 settled ms, $2 hold id, $3 actual cost, $4 timestamp text, $5 ledger kind.
+ */
+const PG_SETTLE = `with claimed as (
+    update credit_holds set settled_at = $1 where id = $2 and settled_at is null returning user_id, amount_nano
+  ), cur as (
+    select b.user_id, b.balance_nano, c.amount_nano from credit_balances b join claimed c on c.user_id = b.user_id for update of b
+  ), delta as (
+    select user_id, amount_nano,
+      case when amount_nano >= $3::bigint then amount_nano - $3::bigint else -least($3::bigint - amount_nano, balance_nano) end as d
+    from cur
+  ), applied as (
+    update credit_balances b set balance_nano = b.balance_nano + delta.d, updated_at = $4
+    from delta where b.user_id = delta.user_id and delta.d <> 0
+  ), ledger as (
+    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
+    select user_id, d, $5, $2, $4 from delta where d <> 0
+  )
+  select amount_nano - d as charged from delta`;
 
 async function ensureRow(trx: Transaction<Database>, userId: number) {
   await trx.insertInto('credit_balances').values({ user_id: userId, balance_nano: 0, updated_at: now() })

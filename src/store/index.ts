@@ -18,6 +18,7 @@ import { HealthRepo } from './health.js';
 import { CatalogRepo } from './catalog.js';
 import { LimitRepo } from './limits.js';
 import { InstanceRepo } from './instances.js';
+import { SqliteWriteBatch } from './sqlite-batch.js';
 
 // PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -64,14 +65,15 @@ function withStatementCache(database: SQLite.Database): SQLite.Database {
   });
 }
 
-function sqliteDb(file: string): Kysely<Database> {
+function sqliteDb(file: string): { db: Kysely<Database>; batch: SqliteWriteBatch } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const database = new SQLite(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return { db, batch: new SqliteWriteBatch(database, db) };
 }
 
 async function postgresDb(url: string, schema?: string): Promise<Kysely<Database>> {
@@ -94,7 +96,7 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
 }
 
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
-  const db = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : await postgresDb(cfg.url, cfg.schema);
+  const { db, batch } = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : { db: await postgresDb(cfg.url, cfg.schema), batch: undefined };
   const dialect: Dialect = cfg.dialect;
   // The migrator must look for its bookkeeping tables in the store's own schema (`public` unless one is set): by
   // default it finds them in any schema of the database, and another schema's tables would fool it.
@@ -109,7 +111,7 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
     db,
     dialect,
     keys: new KeyRepo(db),
-    credits: new CreditRepo(db, dialect === 'postgres'),
+    credits: new CreditRepo(db, batch),
     sessions: new SessionRepo(db),
     usage: new UsageRepo(db),
     health: new HealthRepo(db),

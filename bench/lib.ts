@@ -1,0 +1,179 @@
+/**
+ * Shared pieces of the benchmarks (bench/run.ts, bench/profile.ts): process start-up, load generators and the
+ * gateway under test. Loopback only; every run is bounded in time and count.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Agent, request } from 'undici';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const MODEL = 'sim/echo';
+export const STREAM_MODEL = 'sim/chunks-20';
+export const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+
+export const children: ChildProcess[] = [];
+process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+
+export function startTs(script: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; out: () => string; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 30_000);
+    const on = (d: Buffer) => {
+      out += d;
+      const m = out.match(ready);
+      if (m) { clearTimeout(t); resolve({ child, out: () => out, match: m }); }
+    };
+    child.stdout!.on('data', on);
+    child.stderr!.on('data', on);
+    child.on('exit', (code) => { clearTimeout(t); reject(new Error(`${script} exited ${code}:\n${out}`)); });
+  });
+}
+
+export function runTs(script: string, args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let out = '';
+    let err = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.stderr.on('data', (d) => (err += d));
+    c.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${script} ${args.join(' ')}: ${err}`))));
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export const rssOf = (pid: number): number => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : 0;
+};
+
+export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+export const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+
+export const dispatcher = new Agent({ connections: 1024, keepAliveTimeout: 30_000, pipelining: 1 });
+
+export function chatBody(model: string, stream: boolean): string {
+  return JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+}
+
+/** Sequential requests at concurrency 1: latency in ms with sub-millisecond resolution. */
+export async function latencyC1(url: string, key: string, n: number): Promise<{ p50: number; p99: number; errors: number }> {
+  const times: number[] = [];
+  let errors = 0;
+  const body = chatBody(MODEL, false);
+  for (let i = 0; i < n + 50; i++) {
+    const t0 = process.hrtime.bigint();
+    const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    await res.body.arrayBuffer();
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (res.statusCode !== 200) errors++;
+    if (i >= 50) times.push(ms); // the first 50 warm up connections and JIT
+  }
+  times.sort((a, b) => a - b);
+  return { p50: round(pct(times, 50), 3), p99: round(pct(times, 99), 3), errors };
+}
+
+export async function throughput(url: string, key: string, connections: number, seconds: number): Promise<{ rps: number; errors: number; p50: number; p99: number }> {
+  const r = await autocannon({
+    url: `${url}/v1/chat/completions`, method: 'POST', connections, duration: seconds,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: chatBody(MODEL, false),
+  });
+  return { rps: Math.round(r.requests.average), errors: r.errors + r.non2xx + r.timeouts, p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+/** Streams at a fixed concurrency: time to first body byte and total, per request. */
+export async function streaming(url: string, key: string, concurrency: number, total: number) {
+  const ttfb: number[] = [];
+  const full: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const body = chatBody(STREAM_MODEL, true);
+  async function worker() {
+    while (next < total) {
+      next++;
+      const t0 = process.hrtime.bigint();
+      const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+      let first = true;
+      let text = '';
+      for await (const chunk of res.body) {
+        if (first) { ttfb.push(Number(process.hrtime.bigint() - t0) / 1e6); first = false; }
+        text += chunk;
+      }
+      full.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      if (res.statusCode !== 200 || !text.includes('[DONE]')) errors++;
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  ttfb.sort((a, b) => a - b);
+  full.sort((a, b) => a - b);
+  return { ttfbP50: round(pct(ttfb, 50), 3), ttfbP99: round(pct(ttfb, 99), 3), totalP50: round(pct(full, 50), 3), errors };
+}
+
+/** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */
+export async function openStreams(url: string, key: string, pid: number, n: number, idleRss: number) {
+  const before = rssOf(pid);
+  const ac = new AbortController();
+  const body = chatBody('sim/slow-4000ms', true);
+  let opened = 0;
+  const reqs = Array.from({ length: n }, () => request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, signal: ac.signal,
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body }).then(async (r) => { opened++; for await (const _ of r.body) { /* drain */ } }).catch(() => undefined));
+  let peak = before;
+  const t0 = Date.now();
+  while (Date.now() - t0 < 3500) {
+    peak = Math.max(peak, rssOf(pid));
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await Promise.all(reqs);
+  // Per stream: the growth over the RSS just before the streams opened (after the load phases, so warm).
+  return { idleMb: round(idleRss / 2 ** 20, 1), beforeMb: round(before / 2 ** 20, 1), peakMb: round(peak / 2 ** 20, 1), perStreamKb: round((peak - before) / n / 1024, 1), completed: opened };
+}
+
+/** Starts the gateway (dist/main.js, what `npm start` runs) with a funded key; `nodeArgs` e.g. `--cpu-prof`. */
+export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = []) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
+  const baseEnv = {
+    DATA_DIR: dataDir, LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sim-key', OPENAI_BASE_URL: `${simUrl}/v1`,
+    HEALTH_MONITOR: 'off', RATE_LIMIT_RPM: '100000000', RATE_LIMIT_TPM: '100000000000', RATE_LIMIT_CONCURRENT: '100000', ...env,
+  };
+  log(`${label}: creating a funded key`);
+  const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
+  log(`${label}: starting the gateway`);
+  const port = await freePort();
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/main.js')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  children.push(child);
+  const gw = { child };
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await request(`${url}/health`, { dispatcher }).then((r) => r.body.text().then(() => r.statusCode === 200), () => false);
+    if (ok) break;
+    if (i > 300) throw new Error('gateway did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The model must be known to the catalog (discovered from the simulator's model list).
+  for (let i = 0; i < 100; i++) {
+    const r = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: chatBody(MODEL, false) });
+    const text = await r.body.text();
+    if (r.statusCode === 200) break;
+    if (i === 99) throw new Error(`gateway never served ${MODEL}: ${r.statusCode} ${text}`);
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  // Idle: started, catalog loaded, one request served, nothing in flight.
+  await new Promise((r) => setTimeout(r, 500));
+  const idleRss = rssOf(gw.child.pid!);
+  return { url, key, pid: gw.child.pid!, child, idleRss, stop: () => gw.child.kill('SIGTERM') };
+}
+

@@ -1,0 +1,63 @@
+/**
+ * npm run bench:profile: where the gateway's CPU goes under load. Starts the simulator and the gateway (embedded
+ * SQLite, or PostgreSQL with --postgres) under `node --cpu-prof`, drives non-streaming chat at concurrency 64
+ * (--stream: streaming chat at concurrency 16), stops the gateway cleanly so the profile is written, and prints
+ * self time by package/file and by function. The profile lands in bench/results/profile/ (open it in Chrome
+ * DevTools for the call tree). Flags: --seconds N (default 10).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ROOT, benchGateway, log, startTs, streaming, throughput } from './lib.js';
+
+const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+const SECONDS = Number(arg('--seconds') ?? 10);
+const STREAM = process.argv.includes('--stream');
+const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
+interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
+
+/** Self time per function and per file (node_modules folded to their package), as shares of all samples. */
+export function summarise(profile: Profile, rows = 40): string {
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  const byFn = new Map<string, number>();
+  const byFile = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const dt = profile.timeDeltas[i] ?? 0;
+    total += dt;
+    const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
+    const file = url.replace(/^file:\/\//, '').replace(ROOT + '/', '').replace(/^.*node_modules\/((@[^/]+\/)?[^/]+).*$/, '$1') || `(${functionName || 'native'})`;
+    byFile.set(file, (byFile.get(file) ?? 0) + dt);
+    const fn = `${functionName || '(anonymous)'}  ${file}:${lineNumber + 1}`;
+    byFn.set(fn, (byFn.get(fn) ?? 0) + dt);
+  });
+  const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, rows)
+    .map(([k, t]) => `${((100 * t) / total).toFixed(1).padStart(5)} %  ${k}`).join('\n');
+  return `sampled ${(total / 1e6).toFixed(1)} s\n\nself time by package or file:\n${top(byFile)}\n\nself time by function:\n${top(byFn)}`;
+}
+
+async function main() {
+  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  const dir = path.join(ROOT, 'bench/results/profile');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+  const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: PG_URL } : {};
+  const gw = await benchGateway('profile', env, sim.match[1], ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  log(STREAM ? `streaming at concurrency 16 for ~${SECONDS} s` : `concurrency 64 for ${SECONDS} s`);
+  const r = STREAM ? await streaming(gw.url, gw.key, 16, SECONDS * 300) : await throughput(gw.url, gw.key, 64, SECONDS);
+  log(`load: ${JSON.stringify(r)}`);
+  const exited = new Promise((resolve) => gw.child.once('exit', resolve));
+  gw.stop();
+  await exited;
+  sim.child.kill('SIGTERM');
+  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the gateway wrote no profile');
+  console.log(summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Profile));
+  log(`profile: bench/results/profile/${file}`);
+  process.exit(0);
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });
