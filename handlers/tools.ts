@@ -26,6 +26,6 @@ function clientGone(ctx: HandlerCtx): AbortSignal {
 
 export const searchAugment: Handler = async (ctx) => {
   const search = ctx.deps.services.search;
-  await search.checkRate(ctx.principal, ctx.req.ip ?? ctx.req.socket.remoteAddress ?? 'unknown');
+  await search.checkRate(ctx.principal, ctx.clientIp() ?? 'unknown');
   return { body: await search.augment(ctx.body, clientGone(ctx)) };
 };

@@ -1,29 +1,44 @@
 /**
- * createApp(deps): Express 5 in front of openapi-backend. openapi-backend matches each request to an
- * operationId, runs the security handlers (auth before validation, so a keyless request is a 401, not a 422),
- * validates it against spec/openapi.yaml, and calls the handler from handlers/index.ts. Errors of every kind
- * leave through one function (src/errors.ts) so their bodies match the spec.
+ * createApp(deps): where every request enters and every error leaves.
+ *
+ * Every request first passes the prelude (security headers, request id, counting for the graceful stop, the
+ * access log and metrics, CORS, path checks, drain). A JSON request for a spec operation then takes the lean
+ * path: its body is read here and it goes straight to the dispatcher (src/dispatch.ts: route, auth before
+ * validation, validation, handler, reply) on plain node:http objects. Everything else — the /docs pages, /metrics
+ * and the HTML /status page, uploads (multipart, URL-encoded forms), compressed or non-UTF-8 bodies — goes through
+ * Express and its body parsers, then to the same dispatcher. Express costs about a third of a bare proxy's
+ * throughput on its own (docs/PERFORMANCE.md), so the requests that carry the traffic do not pass through it.
+ * Errors of every kind leave through one function (sendError) so their bodies match the spec.
  */
 import crypto from 'node:crypto';
+import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { OpenAPIBackend, type Context, type Document, type Operation } from 'openapi-backend';
+import proxyAddr from 'proxy-addr';
+import etag from 'etag';
+import fresh from 'fresh';
+import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { KeyService, presentedKey, type Principal } from './auth.js';
-import { ApiError, ValidationFailure, errorBody, forbidden, toApiError, unauthorized, type ErrorStyle } from './errors.js';
-import { toValidationDetails } from './validation.js';
+import { ApiError, ValidationFailure, errorBody, forbidden, unauthorized } from './errors.js';
 import { loadSpec, type SpecDocument } from './spec.js';
-import { coerceFormBody } from './forms.js';
 import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
 import { installFastRouter } from './router.js';
-import { transcriptionBodies } from './media/upload.js';
+import { transcriptionBodies, TRANSCRIBE_PATH, TRANSCRIBE_BASE64_PATH } from './media/upload.js';
 import { opsRoutes } from './ops-routes.js';
 import { docsRouter } from './docs.js';
-import { cors, securityHeaders } from './security.js';
+import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
+import {
+  Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
+  type GatewayRequest, type GatewayResponse, type Locals, type Reply,
+} from './dispatch.js';
+
+export { sendError } from './dispatch.js';
+export type { Reply } from './dispatch.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 
@@ -37,8 +52,8 @@ export interface Deps {
 
 /** What a handler receives: validated, coerced input plus the caller. */
 export interface HandlerCtx {
-  req: Request;
-  res: Response;
+  req: GatewayRequest;
+  res: GatewayResponse;
   deps: Deps;
   operation: Operation;
   requestId: string;
@@ -47,51 +62,133 @@ export interface HandlerCtx {
   query: Record<string, any>;
   body: any;
   log: Logger;
-}
-
-/** A handler returns a JSON reply, or writes the response itself (streams) and returns nothing. */
-export interface Reply {
-  status?: number;
-  body: unknown;
-  headers?: Record<string, string>;
+  /** The client's address (X-Forwarded-For believed only as far as TRUST_PROXY says). */
+  clientIp(): string;
 }
 
 export type Handler = (ctx: HandlerCtx) => Promise<Reply | void> | Reply | void;
 
-type Locals = { requestId: string; principal?: Principal | null; authChecked?: boolean };
+/** The gateway as a request listener (what `http.createServer` and supertest take), with Express's `listen`. */
+export interface GatewayApp {
+  (req: IncomingMessage, res: ServerResponse): void;
+  listen(port: number, host?: string, callback?: () => void): Server;
+}
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-function errorStyleFor(path: string): ErrorStyle {
-  return path === '/v1/messages' || path.startsWith('/v1/messages/') ? 'anthropic' : 'openai';
+/** Express's `trust proxy` setting as proxy-addr's trust function (true, a hop count, or addresses/subnets). */
+function compileTrust(val: boolean | number | string): (addr: string, i: number) => boolean {
+  if (val === true) return () => true;
+  if (typeof val === 'number') return (_a, i) => i < val;
+  if (typeof val === 'string') return proxyAddr.compile(val.split(',').map((v) => v.trim()));
+  return proxyAddr.compile([]);
 }
 
-export function sendError(req: Request, res: Response, err: unknown, log: Logger): void {
-  const requestId = (res.locals as Locals).requestId ?? '';
-  // The client went away mid-request (its abort reached the upstream call): nobody to answer, nothing failed.
-  if (res.destroyed || req.socket?.destroyed) {
-    log.debug({ requestId, path: req.path }, 'client disconnected before the answer');
-    return;
+/** A JSON body the lean path reads itself: JSON media type, UTF-8 (or no charset), no content coding. */
+function leanBody(req: IncomingMessage): boolean {
+  const enc = req.headers['content-encoding'];
+  if (enc !== undefined && enc.toLowerCase() !== 'identity') return false;
+  const ct = req.headers['content-type'];
+  if (ct === undefined) return !hasBody(req);
+  const semi = ct.indexOf(';');
+  const type = (semi < 0 ? ct : ct.slice(0, semi)).trim().toLowerCase();
+  if (type !== 'application/json' && !(type.startsWith('application/') && type.endsWith('+json'))) return false;
+  if (semi < 0) return true;
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(ct)?.[1]?.toLowerCase();
+  return charset === undefined || charset === 'utf-8';
+}
+
+/** As body-parser (type-is) decides it: a Transfer-Encoding, or a Content-Length (even 0). */
+const hasBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] !== undefined && !Number.isNaN(Number(req.headers['content-length'])));
+
+/** Reads off the rest of a request we will not use, then calls `done` (as body-parser does before answering). */
+function dump(req: IncomingMessage, done: () => void): void {
+  if (req.readableEnded || req.destroyed) return done();
+  req.on('error', done);
+  req.on('end', done);
+  req.on('close', done);
+  req.resume();
+}
+
+/**
+ * The lean path's JSON body, with body-parser's rules: no body is `undefined`, an empty one `{}`, the top level
+ * must be an object or an array, a declared or actual size over `limit` is refused (after the rest is read off).
+ */
+function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (!hasBody(req)) return resolve(undefined);
+    const tooLarge = () => Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413 });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return fail(tooLarge());
+      chunks.push(chunk);
+    };
+    function fail(err: unknown) {
+      if (settled) return;
+      settled = true;
+      req.removeListener('data', onData);
+      dump(req, () => reject(err));
+    }
+    if (Number(req.headers['content-length']) > limit) return fail(tooLarge());
+    req.on('data', onData);
+    req.once('error', (err) => fail(Object.assign(err, { type: 'request.aborted', status: 400 })));
+    req.once('end', () => {
+      if (settled) return;
+      settled = true;
+      const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+      try {
+        refuseDeepJson(req, null, buf);
+        resolve(parseStrictJson(buf.toString('utf8')));
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+}
+
+/**
+ * body-parser's strict JSON: `{}` for an empty body; a top level other than an object or array is malformed, with
+ * the message JSON.parse gives for an unexpected token there.
+ */
+function parseStrictJson(text: string): unknown {
+  if (text.length === 0) return {};
+  const first = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d])/.exec(text)?.[1];
+  try {
+    if (first !== '{' && first !== '[') {
+      const at = first === undefined ? -1 : text.indexOf(first);
+      try {
+        JSON.parse(at < 0 ? '' : text.slice(0, at) + '#'.repeat(text.length - at));
+      } catch (e) {
+        throw new SyntaxError((e as Error).message.replace(/#+/g, (p) => text.slice(at, at + p.length)));
+      }
+    }
+    return JSON.parse(text);
+  } catch (err) {
+    throw Object.assign(err as Error, { type: 'entity.parse.failed', status: 400 });
   }
-  const apiErr = toApiError(err);
-  if (apiErr.status >= 500 && !(err instanceof ApiError)) log.error({ err, requestId, path: req.path }, 'unhandled error');
-  if (res.headersSent) {
-    res.end();
-    return;
+}
+
+/** A body that could not be read or parsed, as the spec answers it (both paths). */
+function bodyError(err: any, config: Config): ApiError {
+  if (err?.code === 'json_too_deep') return new ValidationFailure([{ loc: ['body'], msg: String(err.message), type: 'json_invalid' }]);
+  if (err?.type === 'entity.parse.failed') return new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]);
+  if (err?.type === 'entity.too.large' || err?.status === 413) {
+    return new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${config.jsonBodyLimit} bytes.`, 'payload_too_large');
   }
-  for (const [k, v] of Object.entries(apiErr.headers)) res.setHeader(k, v);
-  res.status(apiErr.status).json(errorBody(apiErr, requestId, errorStyleFor(req.path)));
+  if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') return new ApiError(415, 'invalid_request_error', String(err.message), 'unsupported_media_type');
+  if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) return new ApiError(err.status, 'invalid_request_error', String(err.message), 'bad_request');
+  return err;
 }
 
-function securityMode(op: Operation, doc: SpecDocument): 'public' | 'required' | 'optional' {
-  const sec = (op.security ?? (doc as { security?: unknown[] }).security ?? []) as Array<Record<string, unknown>>;
-  if (!sec.length) return 'public';
-  return sec.some((r) => Object.keys(r).length === 0) ? 'optional' : 'required';
-}
-
-export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc): Promise<express.Express> {
+export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc): Promise<GatewayApp> {
   const { config, logger } = deps;
+  const { inflight, metrics } = deps.services;
 
+  // openapi-backend loads the definition and compiles the validators (request and, in tests, response); the
+  // dispatcher does the routing and the rest.
   const api = new OpenAPIBackend({
     definition: safeIntegers(structuredClone(spec)) as unknown as Document,
     coerceTypes: true,
@@ -99,166 +196,192 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     // openapi-backend's own document check, which knows only OpenAPI 3.0 — `npm run lint:spec` (redocly)
     // checks the 3.1 document instead.
     quick: true,
-    // `/v1/status/` is a path of its own in the interface; the app rewrites `/v1/status` to it.
+    // `/v1/status/` is a path of its own in the interface; the prelude rewrites `/v1/status` to it.
     ignoreTrailingSlashes: false,
-    // Runs after routing, before validation: form fields arrive as strings and are coerced by their schema.
-    validate: (c: Context, req: Request) => {
-      coerceFormBody(c.operation, req);
-      return true;
-    },
-    // openapi-backend passes per-context options (parameters are coerced from strings). The schema self-check
-    // is off: dereferenced sub-schemas are shared objects that trip it, and redocly lints the document.
+    // Parameters are coerced from strings. The schema self-check is off: dereferenced sub-schemas are shared
+    // objects that trip it, and redocly lints the document.
     customizeAjv: (_orig, ajvOpts) => {
       const ajv = new Ajv2020({ ...(ajvOpts as object), strict: false, allErrors: true, validateSchema: false });
       addFormats(ajv);
       return ajv as any;
     },
   });
+  await api.init();
+  const routes = installFastRouter(api);
 
-  // Also called before openapi-backend by the upload parser (src/media/upload.ts), which reads no upload
-  // without a valid key; the result is cached for the request.
-  const authenticate = async (req: Request, res: Response): Promise<boolean> => {
-    const locals = res.locals as Locals;
+  // Also called before the dispatcher by the upload parser (src/media/upload.ts), which reads no upload without
+  // a valid key; the result is cached for the request.
+  const authenticate = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const locals = localsOf(res);
     if (!locals.authChecked) {
       locals.authChecked = true;
       locals.principal = await deps.keys.authenticate(presentedKey(req.headers));
     }
     return !!locals.principal;
   };
-  api.registerSecurityHandler('bearerAuth', (_c: Context, req: Request, res: Response) => authenticate(req, res));
-  api.registerSecurityHandler('apiKeyHeader', (_c: Context, req: Request, res: Response) => authenticate(req, res));
+  const trust = compileTrust(config.reliability.trustProxy);
 
-  api.register({
-    unauthorizedHandler: (_c: Context, req: Request, res: Response) => sendError(req, res, unauthorized(), logger),
-    validationFail: (c: Context, req: Request, res: Response) =>
-      sendError(req, res, new ValidationFailure(toValidationDetails(c.validation.errors as any)), logger),
-    notFound: (_c: Context, req: Request, res: Response) =>
-      sendError(req, res, new ApiError(404, 'not_found_error', `No route for ${req.method} ${req.path}.`, 'route_not_found'), logger),
-    methodNotAllowed: (_c: Context, req: Request, res: Response) => {
-      const allowed = allowedMethods(api, req.path);
-      if (allowed.length) res.setHeader('Allow', allowed.join(', ').toUpperCase());
-      sendError(req, res, new ApiError(405, 'invalid_request_error', `Method ${req.method} is not allowed on ${req.path}.`, 'method_not_allowed'), logger);
-    },
-  });
-
-  for (const [operationId, handler] of Object.entries(handlers)) {
-    api.register(operationId, async (c: Context, req: Request, res: Response) => {
-      const locals = res.locals as Locals;
-      const op = c.operation;
-      const mode = securityMode(op, spec);
-      if (mode === 'optional' && presentedKey(req.headers) && !locals.principal) return sendError(req, res, unauthorized(), logger);
-      if ((op as { 'x-admin-only'?: boolean })['x-admin-only'] && !locals.principal?.admin) {
-        return sendError(req, res, forbidden('This operation needs the admin key.'), logger);
-      }
+  const dispatcher: Dispatcher<void> = new Dispatcher<void>({
+    api, routes, spec: spec as { security?: unknown[] }, logger, authenticate, schemes: ['bearerAuth', 'apiKeyHeader'],
+    run: async (op, req, res, input) => {
+      const locals = res.locals;
+      const facts = dispatcher.facts(op);
+      if (facts.optional && presentedKey(req.headers) && !locals.principal) return sendError(req, res, unauthorized(), logger);
+      if (facts.adminOnly && !locals.principal?.admin) return sendError(req, res, forbidden('This operation needs the admin key.'), logger);
+      const handler = handlers[op.operationId!] as Handler;
       const ctx: HandlerCtx = {
         req, res, deps, operation: op, requestId: locals.requestId, principal: locals.principal ?? null,
         // path params arrive URL-decoded from the router, so `%2F` ids carry their slash
-        params: c.request.params ?? {}, query: c.request.query ?? {}, body: c.request.requestBody,
+        params: input.params, query: input.query, body: input.body,
         log: logger,
+        clientIp: () => proxyAddr(req, trust),
       };
       try {
         // Per-key rate limits (src/limits): a 429 here never reaches the handler; the concurrency slot is
         // given back when the response is over (a stream: after its last byte).
         const admission = await deps.services.limits.admit(ctx.principal);
         if (admission) {
-          for (const [k, v] of Object.entries(admission.headers)) res.setHeader(k, v);
+          for (const k in admission.headers) res.setHeader(k, admission.headers[k]);
           res.once('close', admission.release);
         }
-        const reply = await (handler as Handler)(ctx);
+        const reply = await handler(ctx);
         if (!reply || res.headersSent) return;
-        sendReply(api, op, req, res, reply, config.validateResponses, logger);
+        const status = reply.status ?? 200;
+        if (config.validateResponses) checkResponse(api, op, status, reply.body, logger);
+        if (req.method === 'GET' && status === 200) return sendCacheable(req, res, reply);
+        sendJson(res, status, reply.body, reply.headers);
       } catch (err) {
         if (config.validateResponses && err instanceof ApiError && !(err instanceof ValidationFailure)) {
-          checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(req.path)), logger);
+          checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(pathOf(req.url))), logger);
         }
         sendError(req, res, err, logger);
       }
-    });
-  }
-  await api.init();
-  installFastRouter(api);
+    },
+  });
 
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('trust proxy', config.reliability.trustProxy);
-  app.set('query parser', 'extended');
-  const { inflight } = deps.services;
-  app.use(securityHeaders);
-  app.use((req: Request, res: Response, next: NextFunction) => {
+  const cors = corsPolicy(config.reliability);
+  const finished = (req: IncomingMessage, res: GatewayResponse, start: bigint) => () => {
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const path = pathOf(req.url);
+    if (logger.isLevelEnabled('info')) logger.info({ requestId: res.locals.requestId, method: req.method, path, status: res.statusCode, ms }, 'request');
+    const operation = res.locals.operationId ?? api.matchOperation({ method: req.method!, path, headers: {} })?.operationId;
+    metrics.httpRequest(operation ?? 'unmatched', res.statusCode, ms);
+  };
+
+  /** Headers, request id, counting, access log, CORS, path checks and drain; false when it answered itself. */
+  const prelude = (req: IncomingMessage, res: GatewayResponse): boolean => {
+    for (let i = 0; i < SECURITY_HEADER_LIST.length; i++) res.setHeader(SECURITY_HEADER_LIST[i][0], SECURITY_HEADER_LIST[i][1]);
     // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
     res.once('close', inflight.enter());
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
-    (res.locals as Locals).requestId = requestId;
+    res.locals = { requestId } as Locals;
     res.setHeader('X-Request-Id', requestId);
-    const start = process.hrtime.bigint();
-    res.on('finish', () => {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      logger.info({ requestId, method: req.method, path: req.path, status: res.statusCode, ms }, 'request');
-      const operation = res.locals.operationId ?? api.matchOperation({ method: req.method, path: req.path, headers: {} })?.operationId;
-      deps.services.metrics.httpRequest(operation ?? 'unmatched', res.statusCode, ms);
-    });
-    next();
-  });
-  app.use(cors(config.reliability));
-  // A path that is not valid percent-encoded UTF-8 cannot name a resource; the router would throw on it.
-  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.once('finish', finished(req, res, process.hrtime.bigint()));
+    if (cors(req, res)) return false;
+    const path = pathOf(req.url);
+    // A path that is not valid percent-encoded UTF-8 cannot name a resource.
     try {
-      decodeURIComponent(req.path);
+      decodeURIComponent(path);
     } catch {
-      return sendError(req, res, new ApiError(400, 'invalid_request_error', 'The URL path is not valid percent-encoded UTF-8.', 'malformed_path'), logger);
+      sendError(req, res, new ApiError(400, 'invalid_request_error', 'The URL path is not valid percent-encoded UTF-8.', 'malformed_path'), logger);
+      return false;
     }
-    next();
-  });
-  // A stopping instance finishes what it has and refuses new work, so a load balancer retries elsewhere.
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    if (!inflight.draining) return next();
-    res.setHeader('Connection', 'close');
-    sendError(req, res, new ApiError(503, 'service_unavailable', 'This gateway instance is shutting down; retry the request.', 'shutting_down', null, { 'Retry-After': '1' }), logger);
-  });
-  // `/v1/status` and `/v1/status/` are one operation.
-  app.use((req: Request, _res: Response, next: NextFunction) => {
-    if (req.path === '/v1/status') req.url = '/v1/status/' + req.url.slice('/v1/status'.length);
-    next();
-  });
-  // The interactive API reference (HTML and static assets, not spec operations; its CSP is in src/docs.ts).
-  app.use(docsRouter());
-  // Transcription bodies (multipart streamed with busboy, base64 forms up to the upload limit) before the
-  // generic parsers; their fields are then validated by the spec like any body.
-  app.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));
-  app.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
-  app.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
-  // Plain routes outside the JSON contract: /metrics and the HTML /status page (src/ops-routes.ts).
-  app.use(opsRoutes(deps));
-  // openapi-backend copies the request with `{...req}`; Express 5 keeps path and query on getters, so it gets a
-  // plain object.
-  app.use(async (req: Request, res: Response) => {
+    // A stopping instance finishes what it has and refuses new work, so a load balancer retries elsewhere.
+    if (inflight.draining) {
+      res.setHeader('Connection', 'close');
+      sendError(req, res, new ApiError(503, 'service_unavailable', 'This gateway instance is shutting down; retry the request.', 'shutting_down', null, { 'Retry-After': '1' }), logger);
+      return false;
+    }
+    // `/v1/status` and `/v1/status/` are one operation.
+    if (path === '/v1/status') req.url = '/v1/status/' + req.url!.slice('/v1/status'.length);
+    return true;
+  };
+
+  /** The lean path: JSON (or no) body read here, then the dispatcher. */
+  const lean = async (req: GatewayRequest, res: GatewayResponse): Promise<void> => {
     const leave = inflight.enter();
     try {
-      await api.handleRequest({ method: req.method, path: req.path, query: req.query as Record<string, string>, body: req.body, headers: req.headers as Record<string, string> }, req, res);
+      let body: unknown;
+      try {
+        body = await readJsonBody(req, config.jsonBodyLimit);
+      } catch (err) {
+        return sendError(req, res, bodyError(err, config), logger);
+      }
+      await dispatcher.dispatch(req, res, body);
+    } catch (err) {
+      sendError(req, res, err, logger);
+    } finally {
+      leave();
+    }
+  };
+
+  // Express serves what is not a JSON operation: the API reference, /metrics, the HTML status page, uploads and
+  // bodies that need its parsers (forms, compressed or non-UTF-8 JSON). It ends in the same dispatcher.
+  const ex = express();
+  ex.disable('x-powered-by');
+  ex.disable('etag');
+  ex.set('trust proxy', config.reliability.trustProxy);
+  ex.set('query parser', 'extended');
+  // The interactive API reference (HTML and static assets, not spec operations; its CSP is in src/docs.ts).
+  ex.use(docsRouter());
+  // Transcription bodies (multipart streamed with busboy, base64 forms up to the upload limit) before the
+  // generic parsers; their fields are then validated by the spec like any body.
+  ex.use(transcriptionBodies({ limit: config.uploadLimit, authenticate, fail: (req, res, err) => sendError(req, res, err, logger) }));
+  ex.use(express.json({ limit: config.jsonBodyLimit, type: ['application/json', 'application/*+json'], verify: refuseDeepJson }));
+  ex.use(express.urlencoded({ limit: config.jsonBodyLimit, extended: false }));
+  // Plain routes outside the JSON contract: /metrics and the HTML /status page (src/ops-routes.ts).
+  ex.use(opsRoutes(deps));
+  ex.use(async (req: Request, res: Response) => {
+    const leave = inflight.enter();
+    try {
+      await dispatcher.dispatch(req, res as unknown as GatewayResponse, req.body);
+    } catch (err) {
+      sendError(req, res, err, logger);
     } finally {
       leave();
     }
   });
-  app.use((err: any, req: Request, res: Response, _next: NextFunction) => {
-    if (err?.code === 'json_too_deep') {
-      return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: String(err.message), type: 'json_invalid' }]), logger);
+  ex.use((err: any, req: Request, res: Response, _next: NextFunction) => sendError(req, res, bodyError(err, config), logger));
+
+  const app = ((req: IncomingMessage, res: ServerResponse) => {
+    const r = res as GatewayResponse;
+    if (!prelude(req, r)) return;
+    if (needsExpress(req) || !leanBody(req)) {
+      ex(req as Request, res as Response);
+      return;
     }
-    if (err?.type === 'entity.parse.failed') {
-      return sendError(req, res, new ValidationFailure([{ loc: ['body'], msg: `Malformed JSON: ${err.message}`, type: 'json_invalid' }]), logger);
-    }
-    if (err?.type === 'entity.too.large' || err?.status === 413) {
-      return sendError(req, res, new ApiError(413, 'invalid_request_error', `Request body is larger than the limit of ${config.jsonBodyLimit} bytes.`, 'payload_too_large'), logger);
-    }
-    if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
-      return sendError(req, res, new ApiError(415, 'invalid_request_error', String(err.message), 'unsupported_media_type'), logger);
-    }
-    if (typeof err?.status === 'number' && err.status >= 400 && err.status < 500) {
-      return sendError(req, res, new ApiError(err.status, 'invalid_request_error', String(err.message), 'bad_request'), logger);
-    }
-    sendError(req, res, err, logger);
-  });
+    void lean(req as GatewayRequest, r);
+  }) as GatewayApp;
+  app.listen = (port: number, host?: string, callback?: () => void) => http.createServer(app).listen(port, host, callback);
   return app;
+}
+
+/** The plain Express routes and the upload operations. */
+function needsExpress(req: IncomingMessage): boolean {
+  const path = pathOf(req.url);
+  if (req.method === 'GET') return path === '/docs' || path.startsWith('/docs/') || path === '/metrics' || path === '/status';
+  return req.method === 'POST' && (path === TRANSCRIBE_PATH || path === TRANSCRIBE_BASE64_PATH);
+}
+
+/**
+ * A GET answer with a weak ETag of its body (as Express gives one), so a client polling the catalog with
+ * If-None-Match gets a 304 and no body when nothing changed.
+ */
+function sendCacheable(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+  const text = JSON.stringify(reply.body);
+  const tag = etag(text, { weak: true });
+  if (reply.headers) for (const k in reply.headers) res.setHeader(k, reply.headers[k]);
+  res.setHeader('ETag', tag);
+  if (fresh(req.headers, { etag: tag })) {
+    res.statusCode = 304;
+    res.end();
+    return;
+  }
+  res.statusCode = 200;
+  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }
 
 /** JSON nested deeper than this is refused before parsing (no API shape comes near it). */
@@ -302,20 +425,6 @@ function safeIntegers<T>(node: T): T {
     for (const [k, v] of Object.entries(s)) if (k !== 'enum' && k !== 'const' && k !== 'default' && k !== 'example') safeIntegers(v);
   }
   return node;
-}
-
-function allowedMethods(api: OpenAPIBackend, path: string): string[] {
-  return api.getOperations().filter((o) => {
-    const re = new RegExp('^' + o.path.split(/\{[^}]+\}/).map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+') + '/?$');
-    return re.test(path);
-  }).map((o) => o.method);
-}
-
-function sendReply(api: OpenAPIBackend, op: Operation, req: Request, res: Response, reply: Reply, validate: boolean, log: Logger) {
-  const status = reply.status ?? 200;
-  if (validate) checkResponse(api, op, status, reply.body, log);
-  if (reply.headers) for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
-  res.status(status).json(reply.body);
 }
 
 /**

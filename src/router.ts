@@ -1,48 +1,87 @@
 /**
- * A precompiled replacement for openapi-backend's operation matching, with the same rules: an exact path with
- * the method wins; otherwise path templates (each `{param}` one segment), the most specific (longest static part)
- * first; a path that matches with no operation for the method is a 405, no match at all a 404. openapi-backend
- * rebuilds its operation list and regexes on every request; this builds them once.
+ * Operation matching, compiled once from the spec: an exact path with the method wins; otherwise path templates
+ * (each `{param}` one segment, its value percent-decoded), the most specific (longest static part) first; a path
+ * that matches with no operation for the method is a 405, no match at all a 404. The dispatcher
+ * (src/dispatch.ts) uses it directly, and it replaces openapi-backend's own matching, which rebuilds its
+ * operation list and regexes on every call.
  */
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
 
 interface Compiled {
   op: Operation;
   re: RegExp;
+  names: string[];
   specificity: number;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+export interface RouteMatch {
+  op: Operation;
+  /** Path parameters, percent-decoded. */
+  params: Record<string, string>;
+}
 
-export function installFastRouter(api: OpenAPIBackend): void {
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+export class Routes {
+  private readonly exact = new Map<string, Operation>();
+  private readonly templates: Compiled[] = [];
+
+  constructor(readonly operations: Operation[]) {
+    for (const op of operations) {
+      if (!op.path.includes('{')) this.exact.set(`${op.method} ${op.path}`, op);
+      const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+      this.templates.push({
+        op,
+        names,
+        re: new RegExp(`^${op.path.split(/\{[^}]+\}/).map(escape).join('([^/]+)')}$`),
+        specificity: op.path.replace(/\{.*?\}/g, '').length,
+      });
+    }
+    this.templates.sort((a, b) => b.specificity - a.specificity);
+  }
+
+  /** `method` in lower case; `path` without the query string. */
+  match(method: string, path: string): RouteMatch | 404 | 405 {
+    const hit = this.exact.get(`${method} ${path}`);
+    if (hit) return { op: hit, params: NO_PARAMS };
+    let pathMatched = false;
+    for (const t of this.templates) {
+      const m = t.re.exec(path);
+      if (!m) continue;
+      pathMatched = true;
+      if (t.op.method !== method) continue;
+      const params: Record<string, string> = {};
+      try {
+        t.names.forEach((name, i) => { params[name] = decodeURIComponent(m[i + 1]); });
+      } catch {
+        return 404; // not valid percent-encoding: names nothing (the app answers such paths 400 before routing)
+      }
+      return { op: t.op, params };
+    }
+    return pathMatched ? 405 : 404;
+  }
+
+  /** The methods (upper case) some operation serves on `path`. */
+  allowed(path: string): string[] {
+    const bare = path.length > 1 ? path.replace(/\/$/, '') : path;
+    return this.templates.filter((t) => t.re.test(path) || t.re.test(bare)).map((t) => t.op.method.toUpperCase());
+  }
+}
+
+/** openapi-backend's matching, served from `routes` (its response validation and `matchOperation` use it). */
+export function installFastRouter(api: OpenAPIBackend): Routes {
   const router = (api as unknown as { router: { matchOperation: (req: { method: string; path: string }, strict?: boolean) => Operation | undefined; getOperations: () => Operation[] } }).router;
   const ops = router.getOperations();
   // The definition is fixed after init: the flattened operation list (rebuilt with lodash on every call) is kept.
   router.getOperations = () => ops;
-  const exact = new Map<string, Operation>();
-  const templates: Compiled[] = [];
-  for (const op of ops) {
-    if (!op.path.includes('{')) exact.set(`${op.method} ${op.path}`, op);
-    templates.push({
-      op,
-      re: new RegExp(`^${op.path.split(/\{[^}]+\}/).map(escape).join('[^/]+')}$`),
-      specificity: op.path.replace(/\{.*?\}/g, '').length,
-    });
-  }
-  templates.sort((a, b) => b.specificity - a.specificity);
-
+  const routes = new Routes(ops);
   router.matchOperation = (req, strict) => {
-    const method = req.method.toLowerCase();
     const path = (req.path.split('?')[0] || '/').replace(/^(?!\/)/, '/');
-    const hit = exact.get(`${method} ${path}`);
-    if (hit) return hit;
-    let pathMatched = false;
-    for (const t of templates) {
-      if (!t.re.test(path)) continue;
-      pathMatched = true;
-      if (t.op.method === method) return t.op;
-    }
+    const m = routes.match(req.method.toLowerCase(), path);
+    if (typeof m === 'object') return m.op;
     if (!strict) return undefined;
-    throw new Error(pathMatched ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request');
+    throw new Error(m === 405 ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request');
   };
+  return routes;
 }

@@ -5,9 +5,8 @@
  * (`Access-Control-Allow-Credentials`) only when CORS_ALLOW_CREDENTIALS is set — never to `*`.
  */
 import crypto from 'node:crypto';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { NextFunction, Request, Response } from 'express';
 import type { ReliabilityConfig } from './config.js';
 
 export const SECURITY_HEADERS: Record<string, string> = {
@@ -18,33 +17,33 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-site',
 };
 
-export function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
-  for (const [k, v] of Object.entries(SECURITY_HEADERS)) res.setHeader(k, v);
-  next();
-}
+/** The same, as a list the prelude (src/app.ts) walks on every request. */
+export const SECURITY_HEADER_LIST: ReadonlyArray<readonly [string, string]> = Object.entries(SECURITY_HEADERS);
 
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-Api-Key, X-Request-Id, Anthropic-Version, Anthropic-Beta';
 const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, '
   + 'X-RateLimit-Limit-Tokens, X-RateLimit-Remaining-Tokens, X-Gateway-Provider, X-Gateway-Model';
 
-export function cors(cfg: Pick<ReliabilityConfig, 'corsOrigins' | 'corsAllowCredentials'>) {
+/** The CORS policy for one request; true when it answered the request itself (a preflight). */
+export function corsPolicy(cfg: Pick<ReliabilityConfig, 'corsOrigins' | 'corsAllowCredentials'>) {
   const any = cfg.corsOrigins.includes('*');
   const listed = new Set(cfg.corsOrigins.filter((o) => o !== '*'));
-  return (req: Request, res: Response, next: NextFunction): void => {
+  return (req: IncomingMessage, res: ServerResponse): boolean => {
     const origin = req.headers.origin;
     const preflight = req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined;
     const allowed = origin !== undefined && (listed.has(origin) || any);
     if (allowed) {
       if (listed.has(origin)) {
         res.setHeader('Access-Control-Allow-Origin', origin);
-        res.append('Vary', 'Origin');
+        const vary = res.getHeader('Vary');
+        res.setHeader('Vary', vary ? `${String(vary)}, Origin` : 'Origin');
         if (cfg.corsAllowCredentials) res.setHeader('Access-Control-Allow-Credentials', 'true');
       } else {
         res.setHeader('Access-Control-Allow-Origin', '*');
       }
       res.setHeader('Access-Control-Expose-Headers', EXPOSE_HEADERS);
     }
-    if (!preflight) return next();
+    if (!preflight) return false;
     // A preflight is answered here: with the CORS headers when the origin is allowed, without them (so the
     // browser refuses the call) when it is not.
     if (allowed) {
@@ -52,7 +51,9 @@ export function cors(cfg: Pick<ReliabilityConfig, 'corsOrigins' | 'corsAllowCred
       res.setHeader('Access-Control-Allow-Headers', ALLOW_HEADERS);
       res.setHeader('Access-Control-Max-Age', '600');
     }
-    res.status(204).end();
+    res.statusCode = 204;
+    res.end();
+    return true;
   };
 }
 

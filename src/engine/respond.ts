@@ -3,10 +3,10 @@
  * backpressure respected (a slow reader pauses the upstream instead of growing memory), and the upstream
  * aborted when the client leaves.
  */
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 
-export function startSse(res: Response, headers: Record<string, string>): void {
-  res.status(200);
+export function startSse(res: ServerResponse, headers: Record<string, string>): void {
+  res.statusCode = 200;
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('Connection', 'keep-alive');
@@ -17,7 +17,7 @@ export function startSse(res: Response, headers: Record<string, string>): void {
 }
 
 /** Writes a frame; resolves when the socket can take more. */
-export function writeFrame(res: Response, frame: string): Promise<void> | void {
+export function writeFrame(res: ServerResponse, frame: string): Promise<void> | void {
   if (!frame || res.writableEnded || res.destroyed) return;
   if (!res.write(frame)) {
     return new Promise((resolve) => {
@@ -29,7 +29,7 @@ export function writeFrame(res: Response, frame: string): Promise<void> | void {
 }
 
 /** An AbortSignal that fires when the client disconnects before the response finished. */
-export function clientGone(res: Response): AbortController {
+export function clientGone(res: ServerResponse): AbortController {
   const controller = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) controller.abort();

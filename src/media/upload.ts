@@ -30,10 +30,10 @@ export interface Upload {
   data: Buffer;
 }
 
-const uploads = new WeakMap<Request, Upload>();
+const uploads = new WeakMap<object, Upload>();
 
 /** The file of a multipart transcription request (undefined when none was sent). */
-export const uploadOf = (req: Request): Upload | undefined => uploads.get(req);
+export const uploadOf = (req: object): Upload | undefined => uploads.get(req);
 
 export const tooLarge = (limit: number, what = 'The uploaded audio') =>
   new ApiError(413, 'invalid_request_error', `${what} is larger than the limit of ${limit} bytes (${(limit / 1048576).toFixed(1)} MB).`, 'payload_too_large', 'file');

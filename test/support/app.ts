@@ -4,11 +4,10 @@ import { createLogger } from '../../src/logger.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { KeyService } from '../../src/auth.js';
 import { buildServices, stopServices, type Services, type ServiceOptions } from '../../src/services.js';
-import { createApp } from '../../src/app.js';
+import { createApp, type GatewayApp } from '../../src/app.js';
 import { usdToNano } from '../../src/store/credits.js';
 import { configFor, type TestDialect } from './db.js';
 import { quietUpstreamEnv } from './upstream.js';
-import type express from 'express';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +15,7 @@ import path from 'node:path';
 export const ADMIN_KEY = 'admin-test-key-0123456789';
 
 export interface TestGateway {
-  app: express.Express;
+  app: GatewayApp;
   store: Store;
   keys: KeyService;
   config: Config;
