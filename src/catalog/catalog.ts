@@ -55,6 +55,7 @@ export class Catalog implements CatalogReader {
   private readonly syncState = new Map<string, SyncState>();
   private health = new Map<string, OfferHealth>();
   private requests = new Map<string, number>();
+  private readonly upstreams = new Map<string, Upstream | undefined>();
   private breaker: (gateway: string) => BreakerState = () => 'closed';
   private timers: NodeJS.Timeout[] = [];
   private syncing: Promise<SyncResult[]> | undefined;
@@ -135,10 +136,17 @@ export class Catalog implements CatalogReader {
 
   /** Where and with which key to reach a configured gateway; undefined when it is not configured. */
   upstream(gatewayId: string): Upstream | undefined {
+    // Asked on every request: the settings are read from the environment once per gateway, not per call.
+    if (this.upstreams.has(gatewayId)) return this.upstreams.get(gatewayId);
     const g = this.gateway(gatewayId);
-    if (!g || !this.configured.has(g.id)) return undefined;
-    const s = upstreamSetting(this.opts.config, g.id);
-    return { baseUrl: (s.baseUrl ?? g.baseUrl).replace(/\/+$/, ''), apiKey: s.apiKey ?? '' };
+    if (!g) return undefined; // only known ids and aliases are kept: the map stays as small as the gateway list
+    let up: Upstream | undefined;
+    if (this.configured.has(g.id)) {
+      const s = upstreamSetting(this.opts.config, g.id);
+      up = { baseUrl: (s.baseUrl ?? g.baseUrl).replace(/\/+$/, ''), apiKey: s.apiKey ?? '' };
+    }
+    this.upstreams.set(gatewayId, up);
+    return up;
   }
 
   /** `all`/null → null; a gateway id or alias → its id; anything else → 404. */

@@ -55,22 +55,38 @@ export async function send(
     passStatus?: boolean;
   },
 ): Promise<UpstreamResponse> {
-  const total = AbortSignal.timeout(init.timeouts.totalMs);
-  const signal = AbortSignal.any([init.signal, total]);
+  // One controller per call, aborted by the client's signal or by the total timeout, and let go when the body
+  // is over (AbortSignal.timeout + AbortSignal.any cost a timer, weak references and finalizers per call).
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort(new DOMException('upstream total timeout', 'TimeoutError'));
+  }, Math.min(init.timeouts.totalMs, 2 ** 31 - 1));
+  timer.unref();
+  const onClientAbort = () => ac.abort(init.signal.reason);
+  if (init.signal.aborted) onClientAbort();
+  else init.signal.addEventListener('abort', onClientAbort, { once: true });
+  const release = () => {
+    clearTimeout(timer);
+    init.signal.removeEventListener('abort', onClientAbort);
+  };
   let res: Dispatcher.ResponseData;
   try {
     res = await request(url, {
       method: (init.method ?? 'POST') as Dispatcher.HttpMethod,
       headers: init.headers,
       body: init.body,
-      signal,
+      signal: ac.signal,
       dispatcher: agentFor(init.timeouts.connectMs),
       headersTimeout: init.timeouts.firstByteMs,
       bodyTimeout: init.timeouts.firstByteMs,
     });
   } catch (err) {
-    throw transportError(err, init.signal, total);
+    release();
+    throw transportError(err, init.signal, timedOut ? ac.signal : undefined);
   }
+  res.body.once('close', release);
   if ((res.statusCode >= 200 && res.statusCode < 300) || init.passStatus) return { status: res.statusCode, headers: res.headers, body: res.body };
   const text = await readCapped(res.body, 64 * 1024).catch(() => '');
   // An upstream may quote the credential it was sent ("Incorrect API key provided: sk-…"): it never goes further.
@@ -101,20 +117,21 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 
 /** Reads a whole (small) body as text, at most `cap` bytes. */
 export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 1024 * 1024): Promise<string> {
-  const parts: Buffer[] = [];
+  const parts: Uint8Array[] = [];
   let n = 0;
   try {
     for await (const chunk of body) {
       n += chunk.length;
       if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
-      parts.push(Buffer.from(chunk));
+      parts.push(chunk);
     }
   } catch (err) {
     // A body cut off while being read (reset, idle or total timeout) is a transport failure like any other,
     // e.g. a slow-loris upstream stopped by the total timeout is a timeout, not a "connection" error.
     throw err instanceof UpstreamError ? err : transportError(err);
   }
-  return Buffer.concat(parts).toString('utf8');
+  const whole = parts.length === 1 ? parts[0] : Buffer.concat(parts, n);
+  return Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength).toString('utf8');
 }
 
 export async function readJson<T = any>(body: AsyncIterable<Uint8Array>): Promise<T> {

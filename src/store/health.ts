@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { applyHealthBuckets, healthBucketDeltas } from './rollups.js';
+import { applyHealthBuckets, healthBucketDeltas, writeHealthBucketsSqlite } from './rollups.js';
+import type { SqliteWriteBatch } from './sqlite-batch.js';
 
 export interface HealthObservation {
   gateway: string;
@@ -39,7 +40,8 @@ function fold(obs: HealthObservation[]) {
  * buckets (24 h counters and uptime), written together in one transaction.
  */
 export class HealthRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `batch` on SQLite: the recorder's flush joins the group commit with prepared statements. */
+  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch) {}
 
   /** Applies a batch of observations (the recorder batches them off the request path). */
   async record(batch: HealthObservation[]): Promise<void> {
@@ -52,6 +54,8 @@ export class HealthRepo {
     }
     // one upsert per pair, in key order (concurrent PostgreSQL writers then lock rows in one order)
     const folds = [...byPair.keys()].sort().map((k) => fold(byPair.get(k)!));
+    const writer = this.batch;
+    if (writer) return writer.run(() => writeHealthSqlite(writer, folds, batch));
     await this.db.transaction().execute(async (trx) => {
       for (const f of folds) {
         await trx.insertInto('model_health').values({
@@ -88,4 +92,35 @@ export class HealthRepo {
   async all() {
     return this.db.selectFrom('model_health').selectAll().orderBy('gateway').orderBy('model').execute();
   }
+}
+
+/** The same writes as HealthRepo.record's transaction, as prepared statements for SQLite's group commit. */
+function writeHealthSqlite(batch: SqliteWriteBatch, folds: Array<ReturnType<typeof fold>>, observations: HealthObservation[]): void {
+  const upsert = batch.statement(`insert into model_health (gateway, model, provider, calls, successes, errors, total_latency_ms,
+      consecutive_failures, last_status, last_error, last_latency_ms, last_checked, last_success, last_failure)
+    values (@gateway, @model, @provider, @calls, @successes, @errors, @total_latency_ms, @consecutive_failures, @last_status,
+      @last_error, @last_latency_ms, @last_checked, @last_success, @last_failure)
+    on conflict (gateway, model) do update set
+      calls = model_health.calls + excluded.calls,
+      successes = model_health.successes + excluded.successes,
+      errors = model_health.errors + excluded.errors,
+      total_latency_ms = model_health.total_latency_ms + excluded.total_latency_ms,
+      consecutive_failures = case when @any_ok then excluded.consecutive_failures else model_health.consecutive_failures + excluded.calls end,
+      last_status = excluded.last_status,
+      last_error = case when @any_fail then excluded.last_error else model_health.last_error end,
+      last_latency_ms = excluded.last_latency_ms,
+      last_checked = excluded.last_checked,
+      last_success = case when @any_ok then excluded.last_success else model_health.last_success end,
+      last_failure = case when @any_fail then excluded.last_failure else model_health.last_failure end`);
+  for (const f of folds) {
+    upsert.run({
+      gateway: f.gateway, model: f.model, provider: f.provider, calls: f.calls, successes: f.successes, errors: f.errors,
+      total_latency_ms: f.total_latency_ms, consecutive_failures: f.consecutive_failures, last_status: f.last_status,
+      last_error: f.last_error, last_latency_ms: f.last_latency_ms, last_checked: f.last_checked,
+      last_success: f.last_success, last_failure: f.last_failure, any_ok: f.anyOk ? 1 : 0, any_fail: f.anyFail ? 1 : 0,
+    });
+  }
+  const history = batch.statement('insert into model_health_history (gateway, model, ts, ok, status, latency_ms, source) values (?, ?, ?, ?, ?, ?, ?)');
+  for (const o of observations) history.run(o.gateway, o.model, o.ts, o.ok ? 1 : 0, o.status, o.latencyMs, o.source);
+  writeHealthBucketsSqlite(batch, healthBucketDeltas(observations));
 }

@@ -9,6 +9,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database, ModelHealthBucketsTable, UsageRollupTable, UsageUserSeenTable } from './schema.js';
 import type { UsageRecord } from './usage.js';
 import type { HealthObservation } from './health.js';
+import type { SqliteWriteBatch } from './sqlite-batch.js';
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
@@ -102,6 +103,36 @@ export async function applyUsageDeltas(db: Db, d: { rollup: UsageRollupTable[]; 
         last_at: sql`case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`,
       })).execute();
   }
+}
+
+const USAGE_COLUMNS = ['request_id', 'user_id', 'key_id', 'endpoint', 'gateway', 'provider', 'model', 'status', 'error_class', 'http_status',
+  'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_nano', 'latency_ms', 'ttft_ms', 'created_at'] as const;
+const ROLLUP_KEY = ['grain', 'period', 'gateway', 'provider', 'model'] as const;
+const marks = (n: number) => Array(n).fill('?').join(', ');
+
+/**
+ * The same writes as insertMany + applyUsageDeltas, as prepared statements for SQLite's group commit (one
+ * statement per row is the fast way there: no SQL is built per batch, nothing is re-prepared).
+ */
+export function writeUsageSqlite(batch: SqliteWriteBatch, records: UsageRecord[], d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): void {
+  const insert = batch.statement(`insert into usage_records (${USAGE_COLUMNS.join(', ')}) values (${marks(USAGE_COLUMNS.length)})`);
+  for (const r of records) insert.run(USAGE_COLUMNS.map((c) => (r as Record<string, unknown>)[c] ?? null));
+  const rollup = batch.statement(`insert into usage_rollup (${[...ROLLUP_KEY, ...SUM_COLUMNS].join(', ')}) values (${marks(ROLLUP_KEY.length + SUM_COLUMNS.length)})
+    on conflict (${ROLLUP_KEY.join(', ')}) do update set ${SUM_COLUMNS.map((c) => `${c} = usage_rollup.${c} + excluded.${c}`).join(', ')}`);
+  for (const row of d.rollup) rollup.run([...ROLLUP_KEY, ...SUM_COLUMNS].map((c) => row[c]));
+  const seen = batch.statement(`insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at) values (?, ?, ?, ?)
+    on conflict (scope_gateway, scope_model, user_id) do update set
+      last_at = case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`);
+  for (const s of d.seen) seen.run(s.scope_gateway, s.scope_model, s.user_id, s.last_at);
+}
+
+/** applyHealthBuckets for SQLite's group commit. */
+export function writeHealthBucketsSqlite(batch: SqliteWriteBatch, rows: ModelHealthBucketsTable[]): void {
+  const up = batch.statement(`insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n) values (?, ?, ?, ?, ?, ?, ?)
+    on conflict (gateway, model, bucket) do update set calls = model_health_buckets.calls + excluded.calls,
+      successes = model_health_buckets.successes + excluded.successes, latency_sum = model_health_buckets.latency_sum + excluded.latency_sum,
+      latency_n = model_health_buckets.latency_n + excluded.latency_n`);
+  for (const b of rows) up.run(b.gateway, b.model, b.bucket, b.calls, b.successes, b.latency_sum, b.latency_n);
 }
 
 /** Recomputes the usage rollups from usage_records (the migration's backfill; bulk loads). */

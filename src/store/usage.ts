@@ -1,17 +1,21 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, UsageRecordsTable } from './schema.js';
-import { applyUsageDeltas, rebuildUsageRollups, usageDeltas } from './rollups.js';
+import { applyUsageDeltas, rebuildUsageRollups, usageDeltas, writeUsageSqlite } from './rollups.js';
+import type { SqliteWriteBatch } from './sqlite-batch.js';
 
 export type UsageRecord = Insertable<UsageRecordsTable>;
 
 /** Usage records: written in batches by the usage recorder, read by statistics. */
 export class UsageRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `batch` on SQLite: the recorder's flush joins the group commit with prepared statements. */
+  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch) {}
 
   /** Inserts raw rows and folds them into the rollups in one transaction (statistics read both). */
   async insertMany(records: UsageRecord[]): Promise<void> {
     if (!records.length) return;
     const deltas = usageDeltas(records);
+    const { batch } = this;
+    if (batch) return batch.run(() => writeUsageSqlite(batch, records, deltas));
     await this.db.transaction().execute(async (trx) => {
       // Chunked so one statement stays under SQLite's bound-parameter limit.
       for (let i = 0; i < records.length; i += 500) {

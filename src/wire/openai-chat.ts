@@ -67,9 +67,11 @@ export function parseChatRequest(body: Record<string, any>): ChatRequest {
   return req;
 }
 
+/** `o` without its undefined members (a new object: deleting keys would turn `o` into a slow dictionary). */
 function strip<T extends Record<string, unknown>>(o: T): Partial<T> {
-  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
-  return o;
+  const out: Partial<T> = {};
+  for (const k in o) if (o[k] !== undefined) out[k] = o[k];
+  return out;
 }
 
 // ---- internal -> OpenAI wire (requests to OpenAI-compatible upstreams) ----
