@@ -260,17 +260,22 @@ export class ChatEngine {
     const hold = await this.hold(req, offers, ctx);
     const started = Date.now();
     const idleMs = this.d.config.upstreamFirstByteTimeoutMs;
-    type Opened = { it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent>; abort: () => void };
+    type Opened = { it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent>; watch: IdleWatch };
     let got: Awaited<ReturnType<typeof this.tryCandidates<Opened>>>;
     try {
       got = await this.tryCandidates(offers, ctx, async (offer, target) => {
-        // The attempt's own abort, for a stalled upstream (nextWithin); the client's abort ends it too.
+        // The attempt's own abort, for a stalled upstream (IdleWatch); the client's abort ends it too.
         const attempt = new AbortController();
         const both = AbortSignal.any([ctx.signal, attempt.signal]);
-        const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, both);
-        const it = upstream[Symbol.asyncIterator]();
-        const abort = () => attempt.abort();
-        return { it, first: await nextWithin(it, idleMs, abort), abort };
+        const watch = new IdleWatch(idleMs, () => attempt.abort());
+        try {
+          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, both);
+          const it = upstream[Symbol.asyncIterator]();
+          return { it, first: await watch.next(it), watch };
+        } catch (err) {
+          watch.stop();
+          throw err;
+        }
       });
     } catch (err) {
       return this.fail(ctx, req, hold.id, undefined, err, started);
@@ -294,13 +299,14 @@ export class ChatEngine {
           else if (ev.type === 'tool_call_delta') chars += ev.arguments.length;
           else if (ev.type === 'end') ended = true;
           yield ev;
-          step = await nextWithin(got.value.it, idleMs, got.value.abort);
+          step = await got.value.watch.next(got.value.it);
         }
         if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
       } catch (err) {
         failure = err instanceof UpstreamError ? withoutKey(err, engine.target(offer).apiKey) : err;
         throw failure;
       } finally {
+        got.value.watch.stop();
         const latencyMs = Date.now() - started;
         if (ended) {
           await engine.observe(offer, true, 'success', Date.now() - startedAt, null);
@@ -332,24 +338,55 @@ function withoutKey(e: UpstreamError, apiKey: string): UpstreamError {
 }
 
 /**
- * The iterator's next event, or an UpstreamError('timeout') when none comes within `ms`: an upstream that stalls,
- * or dribbles bytes that never make an event (slow loris), is cut off instead of holding the client and its
- * credits until the total timeout. `onTimeout` aborts the upstream request.
+ * The idle limit of one upstream stream: `next(it)` is the iterator's next event, or an UpstreamError('timeout')
+ * when no event came for `ms` since the last one. An upstream that stalls, or dribbles bytes that never make an
+ * event (slow loris), is cut off instead of holding the client and its credits until the total timeout;
+ * `onTimeout` aborts the upstream request. Time spent writing to a slow client does not count. One timer per
+ * stream, re-armed only when it fires early (a timer per event cost more than forwarding the event).
  */
-async function nextWithin<T>(it: AsyncIterator<T>, ms: number, onTimeout: () => void): Promise<IteratorResult<T>> {
-  let timer: NodeJS.Timeout | undefined;
-  const pending = it.next();
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(new UpstreamError('timeout', `upstream sent no stream event for ${ms} ms`));
-    }, ms);
-  });
-  try {
-    return await Promise.race([pending, timeout]);
-  } finally {
-    clearTimeout(timer);
-    pending.catch(() => undefined); // it rejects after the abort; the timeout already reported it
+class IdleWatch {
+  /** When the current wait for an event began; null while no `next` is waiting (the client is being written to). */
+  private waitingSince: number | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly expired: Promise<never>;
+  private fail!: (err: UpstreamError) => void;
+
+  constructor(private readonly ms: number, private readonly onTimeout: () => void) {
+    this.expired = new Promise<never>((_, reject) => { this.fail = reject; });
+    this.expired.catch(() => undefined); // handled by the `next` racing it
+  }
+
+  /** Armed while a wait is on; when it fires early it re-arms for the rest, or stays off until the next wait. */
+  private arm(delay: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.waitingSince === null || this.stopped) return;
+      const waited = performance.now() - this.waitingSince;
+      if (waited < this.ms) return this.arm(this.ms - waited);
+      this.onTimeout();
+      this.fail(new UpstreamError('timeout', `upstream sent no stream event for ${this.ms} ms`));
+    }, delay);
+  }
+
+  async next<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
+    this.waitingSince = performance.now();
+    if (!this.timer && !this.stopped) this.arm(this.ms);
+    const pending = it.next();
+    try {
+      return await Promise.race([pending, this.expired]);
+    } catch (err) {
+      pending.catch(() => undefined); // it rejects after the abort; the timeout already reported it
+      throw err;
+    } finally {
+      this.waitingSince = null;
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }
 

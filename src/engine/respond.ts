@@ -1,7 +1,9 @@
 /**
  * Writing a stream to the client: SSE headers sent at once, each frame written as it is made (no buffering),
  * backpressure respected (a slow reader pauses the upstream instead of growing memory), and the upstream
- * aborted when the client leaves.
+ * aborted when the client leaves. Frames made in the same tick (the headers and the first frame; events that
+ * arrived in one read from the upstream) leave in one write: the socket is corked until the end of the tick,
+ * never longer, so nothing waits for a later event.
  */
 import type { ServerResponse } from 'node:http';
 
@@ -12,13 +14,24 @@ export function startSse(res: ServerResponse, headers: Record<string, string>): 
   res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  corkForTick(res);
   res.flushHeaders();
   res.socket?.setNoDelay(true);
+}
+
+const uncork = (res: ServerResponse) => res.uncork();
+
+/** Holds this tick's writes on `res` together; they leave when the tick ends. */
+function corkForTick(res: ServerResponse): void {
+  if (res.writableCorked) return;
+  res.cork();
+  process.nextTick(uncork, res);
 }
 
 /** Writes a frame; resolves when the socket can take more. */
 export function writeFrame(res: ServerResponse, frame: string): Promise<void> | void {
   if (!frame || res.writableEnded || res.destroyed) return;
+  corkForTick(res);
   if (!res.write(frame)) {
     return new Promise((resolve) => {
       const done = () => { res.off('drain', done); res.off('close', done); resolve(); };

@@ -185,3 +185,69 @@ export function transportError(err: unknown, clientSignal?: AbortSignal, total?:
   if (err instanceof UpstreamError) return err;
   return new UpstreamError('connection', `upstream connection failed: ${e?.code ?? e?.message ?? 'unknown'}`);
 }
+
+type UpstreamBody = NodeJS.ReadableStream & { dump?: (opts?: { limit: number }) => Promise<void>; destroy(err?: Error): unknown; readableEnded?: boolean };
+const noop = () => {};
+
+/**
+ * The chunks of a streamed upstream body, for a reader that may stop early (an SSE stream is complete at its
+ * `[DONE]` or `message_stop`, usually a few bytes before the HTTP body ends). Iterating the body with
+ * `for await` would destroy it on such an early stop, and undici then closes the connection instead of
+ * returning it to the pool: every stream would cost a new connection. Here an early stop reads off the few
+ * bytes left (undici's `dump`, bounded) so the connection is kept. Read with 'data' events and pause/resume.
+ */
+export function bodyChunks(body: UpstreamBody): AsyncIterable<Buffer> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+      const queue: Buffer[] = [];
+      let ended = false;
+      let failure: unknown;
+      let wake: (() => void) | undefined;
+      const signal = () => { const w = wake; wake = undefined; w?.(); };
+      const onData = (chunk: Buffer) => {
+        queue.push(chunk);
+        if (queue.length >= 16) body.pause();
+        signal();
+      };
+      const onEnd = () => { ended = true; signal(); };
+      const onError = (err: unknown) => { failure ??= err; signal(); };
+      const onClose = () => {
+        if (!ended) failure ??= Object.assign(new Error('upstream body closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+        signal();
+      };
+      const detach = () => {
+        body.off('data', onData);
+        body.off('end', onEnd);
+        body.off('error', onError);
+        body.off('close', onClose);
+      };
+      body.on('error', noop); // an error after the reader is gone must not become an uncaught exception
+      body.on('data', onData);
+      body.on('end', onEnd);
+      body.on('error', onError);
+      body.on('close', onClose);
+      return {
+        async next(): Promise<IteratorResult<Buffer>> {
+          for (;;) {
+            const chunk = queue.shift();
+            if (chunk) {
+              if (queue.length < 4 && body.isPaused()) body.resume();
+              return { value: chunk, done: false };
+            }
+            if (failure) { detach(); throw failure; }
+            if (ended) { detach(); return { value: undefined, done: true }; }
+            await new Promise<void>((resolve) => { wake = resolve; });
+          }
+        },
+        async return(): Promise<IteratorResult<Buffer>> {
+          detach();
+          if (!ended && !failure) {
+            if (typeof body.dump === 'function') body.dump({ limit: 256 * 1024 }).catch(noop);
+            else body.destroy();
+          }
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
+}

@@ -44,8 +44,17 @@ export function toCompletion(result: ChatResult, model: string, gatewayUsage: un
 export class OpenAIChunkWriter {
   private roleSent = new Set<number>();
   private usage: Usage | null = null;
+  /** The serialised start of every chunk, up to the choice's index: text deltas are the bulk of a stream. */
+  private readonly prefix: string;
 
-  constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {}
+  constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {
+    this.prefix = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)},"choices":[{"index":`;
+  }
+
+  /** A text delta after the role went out: the same bytes as chunk(), with only the text serialised. */
+  private text(index: number, text: string): string {
+    return `${this.prefix}${JSON.stringify(index)},"delta":{"content":${JSON.stringify(text)}},"finish_reason":null,"logprobs":null}]}\n\n`;
+  }
 
   private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
     return sseData(JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices, ...extra }));
@@ -65,7 +74,7 @@ export class OpenAIChunkWriter {
       case 'start':
         return this.delta(0, { content: '' });
       case 'text':
-        return this.delta(ev.index, { content: ev.text });
+        return this.roleSent.has(ev.index) ? this.text(ev.index, ev.text) : this.delta(ev.index, { content: ev.text });
       case 'thinking':
         return this.delta(ev.index, { reasoning_content: ev.text });
       case 'tool_call_start':

@@ -2,7 +2,7 @@
  * The OpenAI-compatible base: one adapter, configured per gateway by data (token-limit field name, parameters to
  * drop, extra headers). openai, openrouter, groq, together, … and `local` are instances of it (registry.ts).
  */
-import { send, readJson } from '../http.js';
+import { bodyChunks, send, readJson } from '../http.js';
 import { readSse } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
@@ -43,7 +43,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       const res = await send(`${target.baseUrl}/chat/completions`, {
         headers: headersFor(target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
-      return mapStream(readSse(res.body));
+      return mapStream(readSse(bodyChunks(res.body)));
     },
   };
 }
