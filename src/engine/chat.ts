@@ -4,7 +4,6 @@
  * -> settle the real cost -> one usage record per request, one health observation per attempt.
  * Streams fail over only until their first event; after that a failure reaches the client as an error event.
  */
-import crypto from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import type { Logger } from '../logger.js';
@@ -12,7 +11,7 @@ import type { Principal } from '../auth.js';
 import type { CatalogReader, Offer } from '../catalog/types.js';
 import type { ProviderAdapter, Target } from '../providers/types.js';
 import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js';
-import { nanoToUsd } from '../store/credits.js';
+import { nanoToUsd, newHoldId } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
 import { redactSecrets } from '../providers/http.js';
@@ -125,7 +124,7 @@ export class ChatEngine {
   private async hold(req: ChatRequest, offers: Offer[], ctx: CallContext): Promise<{ id: string; amount: number }> {
     if (ctx.principal.admin) throw forbidden('The admin credential has no balance; call with an API key.');
     const amount = Math.max(0, ...offers.map((o) => worstCaseNano(o, req, this.d.config.priceMarkup)));
-    const id = crypto.randomUUID();
+    const id = newHoldId();
     const ttl = this.d.config.upstreamTotalTimeoutMs + 60_000;
     if (!(await this.d.store.credits.hold(ctx.principal.userId, id, amount, ttl))) {
       const balance = await this.d.store.credits.balance(ctx.principal.userId);

@@ -4,7 +4,6 @@
  * after failure) and the usage record. Failover, retries, the breaker and health observations are the chat
  * engine's own (`ChatEngine.tryCandidates`), so every kind of request is routed and observed alike.
  */
-import crypto from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import type { Logger } from '../logger.js';
@@ -12,7 +11,7 @@ import type { Recorder } from '../engine/recorder.js';
 import type { CatalogReader, Offer } from '../catalog/types.js';
 import type { Target } from '../providers/types.js';
 import { ApiError, forbidden, insufficientCredits } from '../errors.js';
-import { nanoToUsd } from '../store/credits.js';
+import { nanoToUsd, newHoldId } from '../store/credits.js';
 import { UpstreamError } from '../engine/types.js';
 import { clientError, outcomeOf, type CallContext, type ChatEngine, type Outcome, type Upstreams } from '../engine/chat.js';
 import type { Endpoint } from './types.js';
@@ -91,7 +90,7 @@ export class MediaJobs {
   /** Holds `amount` nano-USD; 402 (naming `what`) when the balance cannot cover it. */
   async hold(ctx: CallContext, amount: number, what: string): Promise<string> {
     if (ctx.principal.admin) throw forbidden('The admin credential has no balance; call with an API key.');
-    const id = crypto.randomUUID();
+    const id = newHoldId();
     if (!(await this.d.store.credits.hold(ctx.principal.userId, id, amount, this.d.config.upstreamTotalTimeoutMs + 60_000))) {
       const balance = await this.d.store.credits.balance(ctx.principal.userId);
       throw insufficientCredits(`Insufficient credits: ${what} may cost up to $${nanoToUsd(amount).toFixed(6)} and the balance is $${nanoToUsd(balance).toFixed(6)}.`);

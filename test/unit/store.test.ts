@@ -1,8 +1,23 @@
 import { expect } from 'chai';
 import crypto from 'node:crypto';
 import { openStore, type Store } from '../../src/store/index.js';
-import { usdToNano } from '../../src/store/credits.js';
+import { newHoldId, usdToNano } from '../../src/store/credits.js';
 import { configFor, postgresAvailable, DIALECTS } from '../support/db.js';
+
+describe('hold ids', () => {
+  it('are UUIDv7: unique, in the order they were made (even within one millisecond), timestamped now', () => {
+    const before = Date.now();
+    const ids = Array.from({ length: 5000 }, newHoldId);
+    const after = Date.now();
+    for (const id of ids) expect(id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).to.equal(ids.length);
+    expect([...ids].sort()).to.deep.equal(ids);
+    const ms = (id: string) => parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    expect(ms(ids[0])).to.be.within(before, after + 2);
+    // 5,000 ids in a few milliseconds: the 12-bit counter orders them, the clock part only moves forward
+    expect(ms(ids[ids.length - 1])).to.be.within(ms(ids[0]), after + 2);
+  });
+});
 
 for (const dialect of DIALECTS) {
   describe(`store on ${dialect}`, function () {
