@@ -153,7 +153,9 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
  * body-parser's strict JSON: `{}` for an empty body; a top level other than an object or array is malformed, with
  * the message JSON.parse gives for an unexpected token there.
  */
-function parseStrictJson(text: string): unknown {
+function parseStrictJson(raw: string): unknown {
+  // a UTF-8 byte-order mark is not part of the JSON (body-parser's decoder drops it too)
+  const text = raw.charCodeAt(0) === 0xfeff ? raw.slice(1) : raw;
   if (text.length === 0) return {};
   const first = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d])/.exec(text)?.[1];
   try {

@@ -83,6 +83,13 @@ export interface SimulatorOptions {
   apiKey?: string;
   /** Default 0 (any free port). Always bound to 127.0.0.1. */
   port?: number;
+  /**
+   * Streams (all three formats): wait this many ms after the last piece (`[DONE]`, `message_stop`, …) before
+   * ending the HTTP body. Default 0: the body ends right after the last piece, as before. On loopback the end of
+   * the body otherwise arrives with the terminator, so a client that destroys the body at the terminator still
+   * keeps its connection; with a delay it does not (test/e2e/upstream-reuse.test.ts).
+   */
+  streamEndDelayMs?: number;
 }
 
 export interface Simulator {
@@ -174,7 +181,9 @@ async function handle(state: SimState, closing: AbortSignal, req: http.IncomingM
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   const method = req.method ?? 'GET';
   const r = route(method, url.pathname, req.headers);
-  const call: RecordedCall = { format: r?.format ?? 'unknown', method, path: url.pathname, query: queryObject(url), headers: req.headers };
+  const call: RecordedCall = {
+    format: r?.format ?? 'unknown', method, path: url.pathname, query: queryObject(url), headers: req.headers, remotePort: req.socket.remotePort,
+  };
   const raw = await readBody(req);
   const gone = new AbortController();
   res.on('close', () => gone.abort());
@@ -207,7 +216,7 @@ async function handle(state: SimState, closing: AbortSignal, req: http.IncomingM
 }
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
-  const state: SimState = { apiKey: opts.apiKey, baseUrl: '', calls: [], flaky: new Map() };
+  const state: SimState = { apiKey: opts.apiKey, baseUrl: '', calls: [], flaky: new Map(), streamEndDelayMs: opts.streamEndDelayMs };
   const closing = new AbortController();
   const server = http.createServer((req, res) => {
     handle(state, closing.signal, req, res).catch((err: Error) => {

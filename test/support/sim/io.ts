@@ -26,6 +26,11 @@ export interface RecordedCall {
   files?: Array<{ field: string; filename: string; mimeType: string; size: number }>;
   /** The model asked for (body `model`, multipart `model`, or the Gemini path), `models/` stripped. */
   model?: string;
+  /**
+   * The client's port on the TCP connection the request came in on: calls with the same port came over the same
+   * (kept-alive) connection, so tests can count the upstream connections a gateway opened.
+   */
+  remotePort?: number;
 }
 
 export interface SimState {
@@ -34,6 +39,8 @@ export interface SimState {
   calls: RecordedCall[];
   /** Per model: calls seen since reset(), for `sim/flaky-K`. */
   flaky: Map<string, number>;
+  /** Streams: ms between the last piece (the terminator) and the end of the HTTP body (SimulatorOptions). */
+  streamEndDelayMs?: number;
 }
 
 export interface SimRequest {
@@ -143,7 +150,13 @@ export async function pump(
     } else await write(res, pieces[i]);
   }
   if (breakAfter !== undefined && b.kind !== 'truncated') res.socket?.destroy();
-  else res.end();
+  else {
+    // A real upstream's end of body may come a moment after its terminator; a client that stopped reading at the
+    // terminator and destroyed the body has closed the connection by then (nothing left to end).
+    const delay = sr.state.streamEndDelayMs ?? 0;
+    if (delay > 0 && !(await pause(delay, sr.signal))) return;
+    res.end();
+  }
 }
 
 /** The answer of a non-streamed chat, with the byte-level behaviours (`dribble`, `truncated`) applied. */

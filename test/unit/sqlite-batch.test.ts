@@ -1,0 +1,195 @@
+import { expect } from 'chai';
+import SQLite from 'better-sqlite3';
+import { Kysely, SqliteDialect, sql } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SqliteWriteBatch } from '../../src/store/sqlite-batch.js';
+import { openStore, type Store } from '../../src/store/index.js';
+import { sqliteConfig } from '../support/db.js';
+
+/**
+ * The SQLite group commit (src/store/sqlite-batch.ts). The store keeps its batch inside its repositories, so the
+ * batch is built here the way src/store/index.ts builds it (one better-sqlite3 connection in WAL mode, Kysely over
+ * the same connection) on a temp file, with a throwaway table. A second, read-only connection to the same file
+ * sees only committed data: that is how "committed", "not yet committed" and "one transaction" are observed.
+ */
+describe('SqliteWriteBatch (group commit)', () => {
+  let raw: SQLite.Database;
+  let db: Kysely<any>;
+  let batch: SqliteWriteBatch;
+  let observer: SQLite.Database;
+
+  beforeEach(async () => {
+    const file = (sqliteConfig() as { file: string }).file;
+    raw = new SQLite(file);
+    raw.pragma('journal_mode = WAL');
+    raw.pragma('busy_timeout = 5000');
+    raw.exec('create table t (id integer primary key autoincrement, name text not null unique)');
+    db = new Kysely<any>({ dialect: new SqliteDialect({ database: raw }) });
+    batch = new SqliteWriteBatch(raw, db);
+    observer = new SQLite(file, { readonly: true });
+  });
+  afterEach(async () => {
+    observer.close();
+    if (raw.open) await db.destroy();
+  });
+
+  const insert = (name: string) => batch.statement('insert into t (name) values (?)').run(name);
+  /** Names in the table as this connection sees them (committed rows for `observer`, plus its own for `raw`). */
+  const names = (conn: SQLite.Database = observer) => (conn.prepare('select name from t order by id').all() as Array<{ name: string }>).map((r) => r.name);
+
+  it('prepares each SQL text once', () => {
+    const a = batch.statement('select count(*) as n from t');
+    expect(batch.statement('select count(*) as n from t')).to.equal(a);
+    expect(batch.statement('select 1')).to.not.equal(a);
+  });
+
+  it('writes queued in one tick run later, in order, in ONE transaction, and each promise gets its own result', async () => {
+    const seen: Array<{ op: string; own: string[]; committed: string[]; inTx: boolean }> = [];
+    const look = (op: string) => seen.push({ op, own: names(raw), committed: names(), inTx: raw.inTransaction });
+    const p1 = batch.run(() => { insert('a'); look('1'); return 'one'; });
+    const p2 = batch.run(() => { insert('b'); look('2'); return 'two'; });
+    const p3 = batch.run(() => { look('3'); return (raw.prepare('select count(*) as n from t').get() as { n: number }).n; });
+    // nothing ran yet: the batch runs on the next turn of the event loop
+    expect(seen).to.deep.equal([]);
+    expect(names(raw)).to.deep.equal([]);
+
+    expect(await Promise.all([p1, p2, p3])).to.deep.equal(['one', 'two', 2]);
+    expect(seen).to.deep.equal([
+      // each op sees the rows of the ops before it (same connection) ...
+      { op: '1', own: ['a'], committed: [], inTx: true },
+      { op: '2', own: ['a', 'b'], committed: [], inTx: true },
+      // ... while none of them is committed before the last op ran: one transaction for all three
+      { op: '3', own: ['a', 'b'], committed: [], inTx: true },
+    ]);
+    expect(names()).to.deep.equal(['a', 'b']);
+    expect(raw.inTransaction).to.equal(false);
+  });
+
+  it('each write is committed when its promise resolves; writes of a later tick are a new transaction', async () => {
+    await batch.run(() => insert('first'));
+    expect(names()).to.deep.equal(['first']);
+    const committedBefore = await batch.run(() => { insert('second'); return names(); });
+    expect(committedBefore).to.deep.equal(['first']);
+    expect(names()).to.deep.equal(['first', 'second']);
+  });
+
+  it('a throwing write rejects alone: its neighbours are committed exactly once, its own partial write is not', async () => {
+    const runs = { ok1: 0, bad: 0, ok2: 0, dup: 0 };
+    const ok1 = batch.run(() => { runs.ok1++; insert('x'); return 'x done'; });
+    const bad = batch.run(() => { runs.bad++; insert('y'); throw new Error('boom'); });
+    const ok2 = batch.run(() => { runs.ok2++; insert('z'); return names(raw); });
+    const dup = batch.run(() => { runs.dup++; insert('x'); }); // UNIQUE violation against ok1's row
+    const [r1, rb, r2, rd] = await Promise.allSettled([ok1, bad, ok2, dup]);
+    expect(r1).to.deep.equal({ status: 'fulfilled', value: 'x done' });
+    expect(rb.status).to.equal('rejected');
+    expect((rb as PromiseRejectedResult).reason.message).to.equal('boom');
+    // re-run alone after the rollback: it sees ok1's committed row and not the failed op's
+    expect(r2).to.deep.equal({ status: 'fulfilled', value: ['x', 'z'] });
+    expect(rd.status).to.equal('rejected');
+    expect((rd as PromiseRejectedResult).reason.code).to.equal('SQLITE_CONSTRAINT_UNIQUE');
+    expect(names()).to.deep.equal(['x', 'z']);
+    // the batch was rolled back as a whole at the first throw (the ops after it had not run yet), then every op
+    // ran on its own: an op can run twice, so run functions must have no side effects outside the database
+    expect(runs).to.deep.equal({ ok1: 2, bad: 2, ok2: 1, dup: 1 });
+    // and the batch keeps working
+    expect(await batch.run(() => { insert('after'); return 'ok'; })).to.equal('ok');
+    expect(names()).to.deep.equal(['x', 'z', 'after']);
+  });
+
+  it('a write queued while a Kysely transaction is open runs after it, never inside it (rolled back: the write survives)', async () => {
+    const events: string[] = [];
+    let queued!: Promise<string[]>;
+    let late!: Promise<string[]>;
+    const rolledBack = db.transaction().execute(async (trx) => {
+      await sql`insert into t (name) values ('in-trx')`.execute(trx);
+      queued = batch.run(() => { events.push('batch op 1'); insert('from-batch'); return names(raw); });
+      await sleep(20); // the batch's turn came and went: it is waiting for the connection
+      // queued while the batch waits for the connection: joins the same batch
+      late = batch.run(() => { events.push('batch op 2'); insert('late'); return names(); });
+      await sleep(20);
+      events.push('trx ends');
+      throw new Error('roll back');
+    });
+    await rolledBack.catch((e: Error) => expect(e.message).to.equal('roll back'));
+    // op 1 ran after the rollback: it does not see the transaction's row
+    expect(await queued).to.deep.equal(['from-batch']);
+    // op 2 ran in the same transaction as op 1: op 1 was not committed yet when op 2 ran
+    expect(await late).to.deep.equal([]);
+    expect(events).to.deep.equal(['trx ends', 'batch op 1', 'batch op 2']);
+    expect(names()).to.deep.equal(['from-batch', 'late']);
+  });
+
+  it('a write queued while a Kysely transaction is open lands after its rows when it commits', async () => {
+    let queued!: Promise<number>;
+    await db.transaction().execute(async (trx) => {
+      await sql`insert into t (name) values ('trx-1')`.execute(trx);
+      queued = batch.run(() => Number(insert('batch').lastInsertRowid));
+      await sleep(20);
+      await sql`insert into t (name) values ('trx-2')`.execute(trx);
+    });
+    expect(await queued).to.equal(3);
+    expect(names()).to.deep.equal(['trx-1', 'trx-2', 'batch']);
+  });
+
+  it('a write queued after the store is closed rejects instead of hanging', async () => {
+    // (Kysely opens its driver lazily: destroy() closes the connection only once it has been used, as a store's is)
+    await sql`select 1`.execute(db);
+    await db.destroy();
+    expect(raw.open).to.equal(false);
+    const outcome = await Promise.race([
+      batch.run(() => insert('never')).then(() => 'resolved', (e: Error) => `rejected: ${e.message}`),
+      sleep(2000).then(() => 'hung'),
+    ]);
+    expect(outcome).to.equal('rejected: driver has already been destroyed');
+  });
+});
+
+/** The store's own batch, through the Store API: credit holds are group-committed writes. */
+describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
+  let store: Store;
+  before(async () => {
+    store = await openStore(sqliteConfig());
+    await sql`create table scratch (id integer primary key, note text not null)`.execute(store.db);
+  });
+  after(() => store.close());
+
+  it('a credit hold made while a Kysely transaction is open waits for it and survives its rollback', async () => {
+    const uid = await store.keys.createUser('batch-user');
+    await store.credits.grant(uid, 1000);
+    let hold!: Promise<boolean>;
+    let heldDuringTrx: boolean | undefined;
+    const trx = store.db.transaction().execute(async (t) => {
+      await sql`insert into scratch (note) values ('rolled back')`.execute(t);
+      hold = store.credits.hold(uid, 'batch-hold-1', 300, 60_000);
+      void hold.then((v) => { heldDuringTrx = v; });
+      await sleep(30);
+      expect(heldDuringTrx, 'the hold must not commit while the transaction holds the connection').to.equal(undefined);
+      throw new Error('roll back');
+    });
+    const err = await trx.then(() => undefined, (e: Error) => e);
+    expect(err?.message).to.equal('roll back');
+    expect(await hold).to.equal(true);
+    expect(await store.credits.balance(uid)).to.equal(700);
+    expect(await store.credits.ledgerSum(uid)).to.equal(700);
+    expect(await store.credits.openHolds(uid)).to.equal(1);
+    const { rows } = await sql<{ n: number }>`select count(*) as n from scratch`.execute(store.db);
+    expect(Number(rows[0].n)).to.equal(0);
+  });
+
+  it('concurrent holds in one tick: a duplicate hold id fails alone, the others are committed', async () => {
+    const uid = await store.keys.createUser('batch-user-2');
+    await store.credits.grant(uid, 1000);
+    const results = await Promise.allSettled([
+      store.credits.hold(uid, 'dup-hold', 100, 60_000),
+      store.credits.hold(uid, 'dup-hold', 100, 60_000),
+      store.credits.hold(uid, 'other-hold', 200, 60_000),
+    ]);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[0] as PromiseFulfilledResult<boolean>).value).to.equal(true);
+    expect((results[2] as PromiseFulfilledResult<boolean>).value).to.equal(true);
+    // the failed hold's debit was rolled back with it
+    expect(await store.credits.balance(uid)).to.equal(700);
+    expect(await store.credits.ledgerSum(uid)).to.equal(700);
+    expect(await store.credits.openHolds(uid)).to.equal(2);
+  });
+});
