@@ -64,6 +64,17 @@ export const rssOf = (pid: number): number => {
 export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 export const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
+/**
+ * The node flags `npm start` gives the gateway (package.json's start script), so the benchmark runs exactly what
+ * a user starts.
+ */
+export const START_FLAGS: string[] = (() => {
+  const start = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start as string;
+  const m = /\bnode((?:\s+--[\w-]+(?:=\S+)?)*)\s+dist\/main\.js/.exec(start);
+  if (!m) throw new Error(`package.json's start script does not run node … dist/main.js: ${start}`);
+  return m[1].trim().split(/\s+/).filter(Boolean);
+})();
+
 export const dispatcher = new Agent({ connections: 1024, keepAliveTimeout: 30_000, pipelining: 1 });
 
 export function chatBody(model: string, stream: boolean): string {
@@ -153,7 +164,7 @@ export async function benchGateway(label: string, env: Record<string, string>, s
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/main.js')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.join(ROOT, 'dist/main.js')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const gw = { child };
   const url = `http://127.0.0.1:${port}`;

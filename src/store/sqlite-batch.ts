@@ -31,7 +31,10 @@ export class SqliteWriteBatch {
     return s;
   }
 
-  /** Runs `fn` (synchronous statements only) in the next batch's transaction; resolves once that commits. */
+  /**
+   * Runs `fn` (synchronous statements only) in the next batch's transaction; resolves once that commits. If the
+   * batch fails, the others are run again on their own: `fn` must do nothing outside the database.
+   */
   run<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: fn, resolve, reject });
