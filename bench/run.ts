@@ -7,6 +7,9 @@
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total;
  *   4. 1,000 concurrent open streams: the gateway's peak RSS and RSS per stream.
+ * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
+ * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
+ * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run.
  * Prints one table and writes bench/results/latest.json. Bounded in time and count; loopback only.
  * Flags: --quick (shorter runs), --no-postgres.
  */
@@ -21,11 +24,25 @@ const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
+
+/** Each measure's rounds side by side: medians of p50/p99/rps/TTFB, so drift on a shared machine hits all alike. */
+function medianOf<T extends Record<string, any>>(runs: T[]): T {
+  const out: Record<string, any> = {};
+  for (const k of Object.keys(runs[0])) {
+    if (k === 'errors') out[k] = runs.reduce((n, r) => n + r[k], 0); // errors add up; everything else is a median
+    else out[k] = typeof runs[0][k] === 'number' ? round(median(runs.map((r) => r[k])), 3) : runs[0][k];
+  }
+  out.rounds = runs.length;
+  return out as T;
+}
+
 async function main() {
-  const n1 = QUICK ? 300 : 2000;
-  const secs = QUICK ? 4 : 10;
-  const streams = QUICK ? 200 : 800;
+  const n1 = QUICK ? 300 : 1000;
+  const secs = QUICK ? 3 : 5;
+  const streams = QUICK ? 200 : 400;
   const open = QUICK ? 300 : 1000;
+  const rounds = QUICK ? 2 : 3;
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
@@ -34,36 +51,38 @@ async function main() {
   const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const bareUrl = bare.match[1];
 
-  const results: Record<string, any> = { date: new Date().toISOString(), cpus: os.cpus().length, node: process.version, quick: QUICK };
-  log('direct and bare proxy: concurrency 1');
-  results.direct = { c1: await latencyC1(simUrl, 'sim-key', n1) };
-  results.bare = { c1: await latencyC1(bareUrl, 'x', n1) };
-  log('direct and bare proxy: concurrency 64');
-  results.direct.c64 = await throughput(simUrl, 'sim-key', 64, secs);
-  results.bare.c64 = await throughput(bareUrl, 'x', 64, secs);
-  log('direct and bare proxy: streaming');
-  results.direct.stream = await streaming(simUrl, 'sim-key', 16, streams);
-  results.bare.stream = await streaming(bareUrl, 'x', 16, streams);
-
+  const results: Record<string, any> = { date: new Date().toISOString(), cpus: os.cpus().length, node: process.version, quick: QUICK, rounds };
   const dbs: Array<[string, Record<string, string>]> = [['sqlite', {}]];
   if (WITH_PG) {
     const ok = await new pg.Client({ connectionString: PG_URL }).connect().then(() => true, () => false);
     if (ok) dbs.push(['postgres', { DATABASE_URL: PG_URL }]);
     else log(`PostgreSQL at ${PG_URL} unreachable: its run is skipped`);
   }
+  // Direct, bare proxy and gateway are measured in alternating rounds within each database's run, and each
+  // figure is the median of its rounds: the ratios compare measurements taken minutes apart at most.
   for (const [label, env] of dbs) {
     const gw = await benchGateway(label, env, simUrl);
-    const r: Record<string, any> = {};
-    log(`${label}: concurrency 1`);
-    r.c1 = await latencyC1(gw.url, gw.key, n1);
-    log(`${label}: concurrency 64`);
-    r.c64 = await throughput(gw.url, gw.key, 64, secs);
-    log(`${label}: streaming`);
-    r.stream = await streaming(gw.url, gw.key, 16, streams);
+    const targets: Array<[string, string, string]> = [['direct', simUrl, 'sim-key'], ['bare', bareUrl, 'x'], [label, gw.url, gw.key]];
+    const runs: Record<string, Record<string, any[]>> = {};
+    const push = (who: string, what: string, v: any) => ((runs[who] ??= {})[what] ??= []).push(v);
+    // Warm-up, not counted: JIT, connection pools and caches of all three reach their steady state first (the
+    // gateway's throughput still climbs for about ten seconds after start).
+    log(`${label}: warming up`);
+    for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
+    for (let i = 0; i < rounds; i++) {
+      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming (direct, bare proxy, gateway)`);
+      for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
+      for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
+      for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
+    }
     log(`${label}: ${open} open streams`);
-    r.memory = await openStreams(gw.url, gw.key, gw.pid, open, gw.idleRss);
+    const memory = await openStreams(gw.url, gw.key, gw.pid, open, gw.idleRss);
     gw.stop();
-    results[label] = r;
+    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream) });
+    results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
+    // the first database's run gives the direct and bare-proxy columns of the table
+    results.direct ??= results[label].direct;
+    results.bare ??= results[label].bare;
   }
   sim.child.kill('SIGTERM');
   bare.child.kill('SIGTERM');
@@ -81,11 +100,12 @@ async function main() {
   for (const [l] of dbs) {
     const g = results[l];
     derived[l] = {
-      added_p50_ms: round(g.c1.p50 - results.direct.c1.p50, 3),
-      added_p99_ms: round(g.c1.p99 - results.direct.c1.p99, 3),
-      bare_added_p50_ms: round(results.bare.c1.p50 - results.direct.c1.p50, 3),
-      throughput_vs_bare: round(g.c64.rps / results.bare.c64.rps, 3),
-      added_ttfb_p50_ms: round(g.stream.ttfbP50 - results.direct.stream.ttfbP50, 3),
+      added_p50_ms: round(g.c1.p50 - g.direct.c1.p50, 3),
+      added_p99_ms: round(g.c1.p99 - g.direct.c1.p99, 3),
+      bare_added_p50_ms: round(g.bare.c1.p50 - g.direct.c1.p50, 3),
+      throughput_vs_bare: round(g.c64.rps / g.bare.c64.rps, 3),
+      added_ttfb_p50_ms: round(g.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
+      bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       idle_rss_mb: g.memory.idleMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }
@@ -93,7 +113,8 @@ async function main() {
   const width = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(width[i])).join('  ');
   console.log(rows.map(line).join('\n'));
-  console.log('\nDerived (gateway minus direct; throughput as a share of the bare proxy):');
+  console.log(`\n(medians of ${rounds} alternating rounds; direct and bare-proxy columns from the ${dbs[0][0]} run)`);
+  console.log('Derived, each against the direct and bare-proxy rounds of its own run (gateway minus direct; throughput as a share of the bare proxy):');
   for (const [l, d] of Object.entries(derived)) console.log(`  ${l}: ${JSON.stringify(d)}`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   fs.writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify(results, null, 2));
