@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
-import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
+import type { PgCredits } from './pg-credits.js';
 
 /** 1 USD = 1e9 nano-USD. */
 export const NANO = 1_000_000_000;
@@ -43,14 +44,15 @@ export function newHoldId(): string {
  *
  * Hold and settle are on every request's path, so they are hand-written per database rather than built with
  * Kysely (see docs/PERFORMANCE.md): on SQLite, prepared statements in the group commit (src/store/sqlite-batch.ts);
- * on PostgreSQL, one statement each (one round trip, atomic on its own). Both keep the rules above.
+ * on PostgreSQL, a group commit that applies a batch in memory under row locks (src/store/pg-credits.ts). Both keep
+ * the rules above.
  */
 export class CreditRepo {
   private instanceId: string | null = null;
   private readonly rowLocks: boolean;
 
-  /** `batch` on SQLite (the group commit); PostgreSQL otherwise. */
-  constructor(private readonly db: Kysely<Database>, private readonly batch: SqliteWriteBatch | undefined) {
+  /** `batch` on SQLite, `pg` on PostgreSQL: the group commits of hold and settle. */
+  constructor(private readonly db: Kysely<Database>, private readonly batch: SqliteWriteBatch | undefined, private readonly pg?: PgCredits) {
     // PostgreSQL needs `select … for update`; SQLite serialises writers already.
     this.rowLocks = !batch;
   }
@@ -92,22 +94,19 @@ export class CreditRepo {
 
   /** Holds `amountNano` for a request; false when the balance cannot cover it. */
   async hold(userId: number, holdId: string, amountNano: number, ttlMs: number): Promise<boolean> {
+    const { batch, instanceId } = this;
+    if (!batch) return this.pg!.hold(userId, holdId, amountNano, ttlMs, instanceId);
     const at = now();
     const t = Date.now();
-    const { batch, instanceId } = this;
-    if (batch) {
-      return batch.run(() => {
-        const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ?')
-          .run(amountNano, at, userId, amountNano);
-        if (debited.changes === 0) return false;
-        batch.statement('insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ?)')
-          .run(holdId, userId, amountNano, t, t + ttlMs, instanceId);
-        batch.statement(INSERT_LEDGER).run(userId, -amountNano, 'hold', holdId, at);
-        return true;
-      });
-    }
-    const { rows } = await this.db.executeQuery<{ n: number }>(CompiledQuery.raw(PG_HOLD, [amountNano, at, userId, holdId, t, t + ttlMs, instanceId]));
-    return Number(rows[0]?.n ?? 0) > 0;
+    return batch.run(() => {
+      const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ?')
+        .run(amountNano, at, userId, amountNano);
+      if (debited.changes === 0) return false;
+      batch.statement('insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ?)')
+        .run(holdId, userId, amountNano, t, t + ttlMs, instanceId);
+      batch.statement(INSERT_LEDGER).run(userId, -amountNano, 'hold', holdId, at);
+      return true;
+    });
   }
 
   /**
@@ -115,30 +114,27 @@ export class CreditRepo {
    * exceeded the hold (never below zero). Returns the amount actually charged; settling twice is a no-op (0).
    */
   async settle(holdId: string, actualNano: number): Promise<number> {
-    const kind = actualNano === 0 ? 'release' : 'settle';
     const { batch } = this;
-    if (batch) {
-      return batch.run(() => {
-        const at = now();
-        const hold = batch.statement('update credit_holds set settled_at = ? where id = ? and settled_at is null returning user_id, amount_nano')
-          .get(Date.now(), holdId) as { user_id: number; amount_nano: number } | undefined;
-        if (!hold) return 0;
-        const userId = Number(hold.user_id);
-        const held = Number(hold.amount_nano);
-        let delta = held - actualNano;
-        if (delta < 0) {
-          const row = batch.statement('select balance_nano from credit_balances where user_id = ?').get(userId) as { balance_nano: number } | undefined;
-          delta = -Math.min(-delta, Number(row?.balance_nano ?? 0));
-        }
-        if (delta !== 0) {
-          batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ?').run(delta, at, userId);
-          batch.statement(INSERT_LEDGER).run(userId, delta, kind, holdId, at);
-        }
-        return held - delta;
-      });
-    }
-    const { rows } = await this.db.executeQuery<{ charged: number }>(CompiledQuery.raw(PG_SETTLE, [Date.now(), holdId, actualNano, now(), kind]));
-    return rows.length ? Number(rows[0].charged) : 0;
+    if (!batch) return this.pg!.settle(holdId, actualNano);
+    const kind = actualNano === 0 ? 'release' : 'settle';
+    return batch.run(() => {
+      const at = now();
+      const hold = batch.statement('update credit_holds set settled_at = ? where id = ? and settled_at is null returning user_id, amount_nano')
+        .get(Date.now(), holdId) as { user_id: number; amount_nano: number } | undefined;
+      if (!hold) return 0;
+      const userId = Number(hold.user_id);
+      const held = Number(hold.amount_nano);
+      let delta = held - actualNano;
+      if (delta < 0) {
+        const row = batch.statement('select balance_nano from credit_balances where user_id = ?').get(userId) as { balance_nano: number } | undefined;
+        delta = -Math.min(-delta, Number(row?.balance_nano ?? 0));
+      }
+      if (delta !== 0) {
+        batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ?').run(delta, at, userId);
+        batch.statement(INSERT_LEDGER).run(userId, delta, kind, holdId, at);
+      }
+      return held - delta;
+    });
   }
 
   release(holdId: string): Promise<number> {
@@ -183,44 +179,6 @@ export class CreditRepo {
 }
 
 const INSERT_LEDGER = 'insert into credit_ledger (user_id, delta_nano, kind, reference, created_at) values (?, ?, ?, ?, ?)';
-
-/**
- * PostgreSQL hold in one statement: the conditional debit, the hold row and its ledger row, all or nothing.
- * $1 amount, $2 timestamp text, $3 user, $4 hold id, $5 created ms, $6 expires ms, $7 instance.
- */
-const PG_HOLD = `with debit as (
-    update credit_balances set balance_nano = balance_nano - $1::bigint, updated_at = $2
-    where user_id = $3 and balance_nano >= $1::bigint returning user_id
-  ), hold as (
-    insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
-    select $4, user_id, $1::bigint, $5, $6, null, $7 from debit
-  ), ledger as (
-    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, -$1::bigint, 'hold', $4, $2 from debit
-  )
-  select count(*)::int as n from debit`;
-
-/**
- * PostgreSQL settle in one statement: claim the open hold, lock the balance, give back (or take, never below
- * zero) the difference and write its ledger row. No row when the hold was already settled.
- * $1 settled ms, $2 hold id, $3 actual cost, $4 timestamp text, $5 ledger kind.
- */
-const PG_SETTLE = `with claimed as (
-    update credit_holds set settled_at = $1 where id = $2 and settled_at is null returning user_id, amount_nano
-  ), cur as (
-    select b.user_id, b.balance_nano, c.amount_nano from credit_balances b join claimed c on c.user_id = b.user_id for update of b
-  ), delta as (
-    select user_id, amount_nano,
-      case when amount_nano >= $3::bigint then amount_nano - $3::bigint else -least($3::bigint - amount_nano, balance_nano) end as d
-    from cur
-  ), applied as (
-    update credit_balances b set balance_nano = b.balance_nano + delta.d, updated_at = $4
-    from delta where b.user_id = delta.user_id and delta.d <> 0
-  ), ledger as (
-    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, d, $5, $2, $4 from delta where d <> 0
-  )
-  select amount_nano - d as charged from delta`;
 
 async function ensureRow(trx: Transaction<Database>, userId: number) {
   await trx.insertInto('credit_balances').values({ user_id: userId, balance_nano: 0, updated_at: now() })

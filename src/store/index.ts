@@ -19,6 +19,7 @@ import { CatalogRepo } from './catalog.js';
 import { LimitRepo } from './limits.js';
 import { InstanceRepo } from './instances.js';
 import { SqliteWriteBatch } from './sqlite-batch.js';
+import { PgCredits } from './pg-credits.js';
 
 // PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -76,7 +77,7 @@ function sqliteDb(file: string): { db: Kysely<Database>; batch: SqliteWriteBatch
   return { db, batch: new SqliteWriteBatch(database, db) };
 }
 
-async function postgresDb(url: string, schema?: string): Promise<Kysely<Database>> {
+async function postgresDb(url: string, schema?: string): Promise<{ db: Kysely<Database>; pool: pg.Pool }> {
   if (schema) {
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema name ${schema}`);
     const admin = new pg.Client({ connectionString: url });
@@ -92,11 +93,11 @@ async function postgresDb(url: string, schema?: string): Promise<Kysely<Database
     max: 10,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
-  const { db, batch } = cfg.dialect === 'sqlite' ? sqliteDb(cfg.file) : { db: await postgresDb(cfg.url, cfg.schema), batch: undefined };
+  const { db, batch, pool } = cfg.dialect === 'sqlite' ? { ...sqliteDb(cfg.file), pool: undefined } : { ...(await postgresDb(cfg.url, cfg.schema)), batch: undefined };
   const dialect: Dialect = cfg.dialect;
   // The migrator must look for its bookkeeping tables in the store's own schema (`public` unless one is set): by
   // default it finds them in any schema of the database, and another schema's tables would fool it.
@@ -111,7 +112,7 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
     db,
     dialect,
     keys: new KeyRepo(db),
-    credits: new CreditRepo(db, batch),
+    credits: new CreditRepo(db, batch, pool && new PgCredits(pool)),
     sessions: new SessionRepo(db),
     usage: new UsageRepo(db, batch),
     health: new HealthRepo(db, batch),

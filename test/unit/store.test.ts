@@ -81,6 +81,39 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.ledgerSum(uid)).to.equal(1000 - 33 * 20);
     });
 
+    it('credits: writes made together (one group commit) keep their order and rules across users; a failing one rejects alone', async () => {
+      const a = await store.keys.createUser('group-a');
+      const b = await store.keys.createUser('group-b');
+      await store.credits.grant(a, 100);
+      await store.credits.grant(b, 50);
+      const dup = `dup-${a}`;
+      // all five in one tick: one batch, applied in this order
+      const holds = await Promise.allSettled([
+        store.credits.hold(a, dup, 60, 60_000), // a: 100 -> 40
+        store.credits.hold(a, `g2-${a}`, 60, 60_000), // refused: 40 left
+        store.credits.hold(b, `g3-${b}`, 50, 60_000), // b: 50 -> 0
+        store.credits.hold(a, dup, 10, 60_000), // the same id again: refused by the key, and nothing debited
+        store.credits.hold(a, `g4-${a}`, 40, 60_000), // a: 40 -> 0
+      ]);
+      expect(holds.map((h) => h.status)).to.deep.equal(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect(holds.map((h) => (h.status === 'fulfilled' ? h.value : 'error'))).to.deep.equal([true, false, true, 'error', true]);
+      expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([0, 0]);
+      expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([2, 1]);
+      const settles = await Promise.all([
+        store.credits.settle(dup, 30), // gives 30 back
+        store.credits.release(`g4-${a}`), // gives 40 back
+        store.credits.settle(`g3-${b}`, 70), // 20 over the hold, and b has nothing left: charged 50
+        store.credits.settle(dup, 5), // settled already in this batch: no-op
+      ]);
+      expect(settles).to.deep.equal([30, 0, 50, 0]);
+      expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([70, 0]);
+      expect([await store.credits.ledgerSum(a), await store.credits.ledgerSum(b)]).to.deep.equal([70, 0]);
+      expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([0, 0]);
+      // the ledger in the order the writes were made
+      expect((await store.credits.ledger(a)).map((r) => [r.kind, r.delta_nano])).to.deep.equal([
+        ['grant', 100], ['hold', -60], ['hold', -40], ['settle', 30], ['release', 40]]);
+    });
+
     it('credits: expired holds are released on reconciliation', async () => {
       const uid = await store.keys.createUser('erin');
       await store.credits.grant(uid, 500);
