@@ -149,7 +149,7 @@ export async function openStreams(url: string, key: string, pid: number, n: numb
     await new Promise((r) => setTimeout(r, 50));
   }
   await Promise.all(reqs);
-  // Per stream: the growth over the RSS just before the streams opened (after the load phases, so warm).
+  // Per stream: the growth over the RSS just before the streams opened.
   return { idleMb: round(idleRss / 2 ** 20, 1), beforeMb: round(before / 2 ** 20, 1), peakMb: round(peak / 2 ** 20, 1), perStreamKb: round((peak - before) / n / 1024, 1), completed: opened };
 }
 

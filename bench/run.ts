@@ -6,7 +6,7 @@
  *   1. non-streaming chat at concurrency 1: p50/p99 latency direct, via the bare proxy, via the gateway;
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total;
- *   4. 1,000 concurrent open streams: the gateway's peak RSS and RSS per stream.
+ *   4. 1,000 concurrent open streams on a freshly started gateway: its peak RSS and RSS per stream over idle.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
  * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
  * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run.
@@ -75,9 +75,13 @@ async function main() {
       for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
     }
-    log(`${label}: ${open} open streams`);
-    const memory = await openStreams(gw.url, gw.key, gw.pid, open, gw.idleRss);
     gw.stop();
+    // Memory per open stream on a fresh gateway: after the load phases the heap has room to spare and the
+    // streams would seem to cost nothing.
+    log(`${label}: ${open} open streams on a fresh gateway`);
+    const fresh = await benchGateway(`${label} (memory)`, env, simUrl);
+    const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1) };
+    fresh.stop();
     const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream) });
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
