@@ -76,10 +76,11 @@ async function main() {
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
     }
     gw.stop();
-    // Memory per open stream on a fresh gateway: after the load phases the heap has room to spare and the
-    // streams would seem to cost nothing.
+    // Memory per open stream on a fresh gateway warmed by a hundred streams: after the load phases the heap has
+    // room to spare and the streams would seem to cost nothing.
     log(`${label}: ${open} open streams on a fresh gateway`);
     const fresh = await benchGateway(`${label} (memory)`, env, simUrl);
+    await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1) };
     fresh.stop();
     const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream) });
