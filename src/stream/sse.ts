@@ -28,39 +28,49 @@ export interface ReadSseOptions {
   dispatchUnterminatedLast?: boolean;
 }
 
-export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: ReadSseOptions = {}): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder('utf-8');
-  let buf = '';
-  let data: string[] = [];
-  let event: string | undefined;
-  let id: string | undefined;
-  let pendingCR = false;
+/**
+ * The reader as a synchronous parser: `push` takes the next piece of the body and returns what it completed, in
+ * order — events, and (as strings) the lines `onOtherLine` is about; `end` the same at the end of the body. A
+ * consumer that parses each network chunk in one step pays for no async iteration per event (readSse below is the
+ * async form, and calls `onOtherLine` in its place among the events).
+ */
+export class SseParser {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buf = '';
+  private data: string[] = [];
+  private event: string | undefined;
+  private id: string | undefined;
+  private pendingCR = false;
 
-  const takeLine = (line: string): SseEvent | undefined => {
+  constructor(private readonly opts: Pick<ReadSseOptions, 'dispatchUnterminatedLast'> = {}) {}
+
+  private takeLine(line: string): SseEvent | string | undefined {
     if (line === '') {
-      if (!data.length && event === undefined) return undefined;
-      const ev: SseEvent = { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) };
-      data = [];
-      event = undefined;
+      if (!this.data.length && this.event === undefined) return undefined;
+      const ev: SseEvent = { event: this.event, data: this.data.join('\n'), ...(this.id !== undefined ? { id: this.id } : {}) };
+      this.data = [];
+      this.event = undefined;
       return ev;
     }
-    if (line.startsWith(':')) return undefined;
+    if (line.charCodeAt(0) === 58 /* : */) return undefined;
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') data.push(value);
-    else if (field === 'event') event = value;
-    else if (field === 'id') id = value;
-    else if (field !== 'retry') opts.onOtherLine?.(line);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === 'data') this.data.push(value);
+    else if (field === 'event') this.event = value;
+    else if (field === 'id') this.id = value;
+    else if (field !== 'retry') return line;
     return undefined;
-  };
+  }
 
-  for await (const chunk of body) {
-    let text = typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    if (pendingCR && text.startsWith('\n')) text = text.slice(1);
-    pendingCR = false;
-    buf += text;
+  /** The events (and other lines) completed by this piece of the body: often none or one. */
+  push(chunk: Uint8Array | string): Array<SseEvent | string> {
+    const out: Array<SseEvent | string> = [];
+    let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    if (this.pendingCR && text.charCodeAt(0) === 10) text = text.slice(1);
+    this.pendingCR = false;
+    const buf = this.buf + text;
     let start = 0;
     for (let i = 0; i < buf.length; i++) {
       const c = buf.charCodeAt(i);
@@ -70,24 +80,45 @@ export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: R
         if (i + 1 < buf.length) {
           if (buf.charCodeAt(i + 1) === 10) i++;
         } else {
-          pendingCR = true;
+          this.pendingCR = true;
         }
       }
       start = i + 1;
-      const ev = takeLine(line);
-      if (ev) yield ev;
+      const ev = this.takeLine(line);
+      if (ev) out.push(ev);
     }
-    buf = buf.slice(start);
+    this.buf = buf.slice(start);
+    return out;
   }
-  buf += decoder.decode();
-  if (buf.length) {
-    const ev = takeLine(buf);
-    if (ev) yield ev;
-  } else if (opts.dispatchUnterminatedLast && data.length) {
-    yield { event, data: data.join('\n'), ...(id !== undefined ? { id } : {}) };
-    return;
+
+  /** At the end of the body: a last event, if the rules let one through (see ReadSseOptions). */
+  end(): Array<SseEvent | string> {
+    this.buf += this.decoder.decode();
+    if (this.buf.length) {
+      const ev = this.takeLine(this.buf);
+      this.buf = '';
+      return ev ? [ev] : [];
+    }
+    if (this.opts.dispatchUnterminatedLast && this.data.length) {
+      return [{ event: this.event, data: this.data.join('\n'), ...(this.id !== undefined ? { id: this.id } : {}) }];
+    }
+    // Otherwise a final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
+    return [];
   }
-  // Otherwise a final event without its blank line is incomplete: the stream was cut, and it is not dispatched.
+}
+
+export async function* readSse(body: AsyncIterable<Uint8Array | string>, opts: ReadSseOptions = {}): AsyncGenerator<SseEvent> {
+  const parser = new SseParser(opts);
+  for await (const chunk of body) {
+    for (const item of parser.push(chunk)) {
+      if (typeof item === 'string') opts.onOtherLine?.(item);
+      else yield item;
+    }
+  }
+  for (const item of parser.end()) {
+    if (typeof item === 'string') opts.onOtherLine?.(item);
+    else yield item;
+  }
 }
 
 /** One `data:` event (with an optional event name), ready to write. */

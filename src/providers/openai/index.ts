@@ -3,7 +3,7 @@
  * drop, extra headers). openai, openrouter, groq, together, … and `local` are instances of it (registry.ts).
  */
 import { bodyChunks, send, readJson } from '../http.js';
-import { readSse } from '../../stream/sse.js';
+import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import type { ProviderAdapter, Target } from '../types.js';
@@ -43,55 +43,99 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       const res = await send(`${target.baseUrl}/chat/completions`, {
         headers: headersFor(target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
-      return mapStream(readSse(bodyChunks(res.body)));
+      return openaiEvents(res.body);
     },
   };
 }
 
-/** Upstream chunks -> internal events. Usage may ride on a chunk that still has choices; both are taken. */
+/** One upstream chunk (an SSE event's data) -> internal events. Usage may ride on a chunk that still has choices. */
+export class OpenAIStreamMapper {
+  /** `[DONE]` arrived: the stream is complete. */
+  done = false;
+  private started = false;
+  private readonly toolIds = new Map<string, string>();
+
+  map(data: string): StreamEvent[] {
+    if (data === '[DONE]') {
+      this.done = true;
+      return [];
+    }
+    if (!data) return [];
+    let chunk: any;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      throw new UpstreamError('stream_broken', 'upstream sent malformed JSON in its stream');
+    }
+    if (chunk.error) throw new UpstreamError(chunk.error.code === 429 ? 'rate_limited' : 'server_error', `upstream stream error: ${String(chunk.error.message ?? '').slice(0, 300)}`);
+    const out: StreamEvent[] = [];
+    if (!this.started) {
+      this.started = true;
+      out.push({ type: 'start', id: String(chunk.id ?? ''), model: String(chunk.model ?? '') });
+    }
+    for (const c of chunk.choices ?? []) {
+      const index = c.index ?? 0;
+      const d = c.delta ?? {};
+      if (typeof d.content === 'string' && d.content) out.push({ type: 'text', index, text: d.content });
+      const reasoning = d.reasoning_content ?? d.reasoning;
+      if (typeof reasoning === 'string' && reasoning) out.push({ type: 'thinking', index, text: reasoning });
+      for (const t of d.tool_calls ?? []) {
+        const toolIndex = t.index ?? 0;
+        const key = `${index}:${toolIndex}`;
+        if (t.id && !this.toolIds.has(key)) {
+          this.toolIds.set(key, t.id);
+          out.push({ type: 'tool_call_start', index, toolIndex, id: t.id, name: t.function?.name ?? '' });
+        }
+        if (t.function?.arguments) out.push({ type: 'tool_call_delta', index, toolIndex, arguments: t.function.arguments });
+      }
+      if (c.finish_reason) out.push({ type: 'finish', index, finishReason: finishReason(c.finish_reason) });
+    }
+    const usage = usageFrom(chunk.usage);
+    if (usage) out.push({ type: 'usage', usage });
+    return out;
+  }
+}
+
+const broken = (err: unknown) =>
+  (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
+
+/** SSE events -> internal events (the async form of OpenAIStreamMapper, over any event source). */
 export async function* mapStream(events: AsyncIterable<{ data: string }>): AsyncGenerator<StreamEvent> {
-  let started = false;
-  let done = false;
-  const toolIds = new Map<string, string>();
+  const mapper = new OpenAIStreamMapper();
   try {
     for await (const ev of events) {
-      if (ev.data === '[DONE]') { done = true; break; }
-      if (!ev.data) continue;
-      let chunk: any;
-      try {
-        chunk = JSON.parse(ev.data);
-      } catch {
-        throw new UpstreamError('stream_broken', 'upstream sent malformed JSON in its stream');
-      }
-      if (chunk.error) throw new UpstreamError(chunk.error.code === 429 ? 'rate_limited' : 'server_error', `upstream stream error: ${String(chunk.error.message ?? '').slice(0, 300)}`);
-      if (!started) {
-        started = true;
-        yield { type: 'start', id: String(chunk.id ?? ''), model: String(chunk.model ?? '') };
-      }
-      for (const c of chunk.choices ?? []) {
-        const index = c.index ?? 0;
-        const d = c.delta ?? {};
-        if (typeof d.content === 'string' && d.content) yield { type: 'text', index, text: d.content };
-        const reasoning = d.reasoning_content ?? d.reasoning;
-        if (typeof reasoning === 'string' && reasoning) yield { type: 'thinking', index, text: reasoning };
-        for (const t of d.tool_calls ?? []) {
-          const toolIndex = t.index ?? 0;
-          const key = `${index}:${toolIndex}`;
-          if (t.id && !toolIds.has(key)) {
-            toolIds.set(key, t.id);
-            yield { type: 'tool_call_start', index, toolIndex, id: t.id, name: t.function?.name ?? '' };
-          }
-          if (t.function?.arguments) yield { type: 'tool_call_delta', index, toolIndex, arguments: t.function.arguments };
-        }
-        if (c.finish_reason) yield { type: 'finish', index, finishReason: finishReason(c.finish_reason) };
-      }
-      const usage = usageFrom(chunk.usage);
-      if (usage) yield { type: 'usage', usage };
+      yield* mapper.map(ev.data);
+      if (mapper.done) break;
     }
   } catch (err) {
-    if (err instanceof UpstreamError) throw err;
-    throw new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`);
+    throw broken(err);
   }
-  if (!done) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
+  if (!mapper.done) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
+  yield { type: 'end' };
+}
+
+/**
+ * An upstream body -> internal events with one async step per network chunk: each chunk is parsed (SSE) and
+ * mapped synchronously, instead of passing every event through an SSE generator and a mapping generator.
+ */
+async function* openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncGenerator<StreamEvent> {
+  const parser = new SseParser();
+  const mapper = new OpenAIStreamMapper();
+  try {
+    read: for await (const chunk of bodyChunks(body)) {
+      for (const item of parser.push(chunk)) {
+        if (typeof item === 'string') continue;
+        const events = mapper.map(item.data);
+        for (let i = 0; i < events.length; i++) yield events[i];
+        if (mapper.done) break read;
+      }
+    }
+    if (!mapper.done) {
+      for (const item of parser.end()) if (typeof item !== 'string') yield* mapper.map(item.data);
+    }
+  } catch (err) {
+    throw broken(err);
+  }
+  if (!mapper.done) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
   yield { type: 'end' };
 }
