@@ -14,8 +14,6 @@ import crypto from 'node:crypto';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
-import etag from 'etag';
-import fresh from 'fresh';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
@@ -23,7 +21,7 @@ import type { Config } from './config.js';
 import type { Store } from './store/index.js';
 import type { Logger } from './logger.js';
 import { KeyService, presentedKey, type Principal } from './auth.js';
-import { ApiError, ValidationFailure, errorBody, forbidden, unauthorized } from './errors.js';
+import { ApiError, ValidationFailure, errorBody } from './errors.js';
 import { loadSpec, type SpecDocument } from './spec.js';
 import type { Services } from './services.js';
 import { handlers } from '../handlers/index.js';
@@ -223,13 +221,10 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   };
   const trust = compileTrust(config.reliability.trustProxy);
 
-  const dispatcher: Dispatcher<void> = new Dispatcher<void>({
+  const dispatcher = new Dispatcher({
     api, routes, spec: spec as { security?: unknown[] }, logger, authenticate, schemes: ['bearerAuth', 'apiKeyHeader'],
     run: async (op, req, res, input) => {
       const locals = res.locals;
-      const facts = dispatcher.facts(op);
-      if (facts.optional && presentedKey(req.headers) && !locals.principal) return sendError(req, res, unauthorized(), logger);
-      if (facts.adminOnly && !locals.principal?.admin) return sendError(req, res, forbidden('This operation needs the admin key.'), logger);
       const handler = handlers[op.operationId!] as Handler;
       const ctx: HandlerCtx = {
         req, res, deps, operation: op, requestId: locals.requestId, principal: locals.principal ?? null,
@@ -250,8 +245,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         if (!reply || res.headersSent) return;
         const status = reply.status ?? 200;
         if (config.validateResponses) checkResponse(api, op, status, reply.body, logger);
-        if (req.method === 'GET' && status === 200) return sendCacheable(req, res, reply);
-        sendJson(res, status, reply.body, reply.headers);
+        sendJson(res, status, reply.body, reply.headers, req);
       } catch (err) {
         if (config.validateResponses && err instanceof ApiError && !(err instanceof ValidationFailure)) {
           checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(pathOf(req.url))), logger);
@@ -364,26 +358,6 @@ function needsExpress(req: IncomingMessage): boolean {
   const path = pathOf(req.url);
   if (req.method === 'GET') return path === '/docs' || path.startsWith('/docs/') || path === '/metrics' || path === '/status';
   return req.method === 'POST' && (path === TRANSCRIBE_PATH || path === TRANSCRIBE_BASE64_PATH);
-}
-
-/**
- * A GET answer with a weak ETag of its body (as Express gives one), so a client polling the catalog with
- * If-None-Match gets a 304 and no body when nothing changed.
- */
-function sendCacheable(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
-  const text = JSON.stringify(reply.body);
-  const tag = etag(text, { weak: true });
-  if (reply.headers) for (const k in reply.headers) res.setHeader(k, reply.headers[k]);
-  res.setHeader('ETag', tag);
-  if (fresh(req.headers, { etag: tag })) {
-    res.statusCode = 304;
-    res.end();
-    return;
-  }
-  res.statusCode = 200;
-  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.setHeader('Content-Length', Buffer.byteLength(text));
-  res.end(text);
 }
 
 /** JSON nested deeper than this is refused before parsing (no API shape comes near it). */

@@ -14,7 +14,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
 import type { ValidateFunction } from 'ajv';
 import qs from 'qs';
-import type { Principal } from './auth.js';
+import etag from 'etag';
+import fresh from 'fresh';
+import { presentedKey, type Principal } from './auth.js';
 import { ApiError, ValidationFailure, errorBody, forbidden, toApiError, unauthorized, type ErrorStyle } from './errors.js';
 import { toValidationDetails } from './validation.js';
 import { coerceFormBody } from './forms.js';
@@ -54,10 +56,22 @@ export function errorStyleFor(path: string): ErrorStyle {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-/** A JSON answer: the body serialised once, its length known. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
+/**
+ * A JSON answer: the body serialised once, its length known. With the request, a GET 200 also carries a weak ETag
+ * of its body (as Express gave one), and a client polling with a matching If-None-Match gets a bodiless 304.
+ */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage): void {
   const text = JSON.stringify(body);
   if (headers) for (const k in headers) res.setHeader(k, headers[k]);
+  if (req?.method === 'GET' && status === 200) {
+    const tag = etag(text, { weak: true });
+    res.setHeader('ETag', tag);
+    if (fresh(req.headers, { etag: tag })) {
+      res.statusCode = 304;
+      res.end();
+      return;
+    }
+  }
   res.statusCode = status;
   if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_TYPE);
   res.setHeader('Content-Length', Buffer.byteLength(text));
@@ -97,7 +111,7 @@ interface CompiledOp {
   validators?: ValidateFunction[];
 }
 
-export interface DispatchOptions<Ctx> {
+export interface DispatchOptions {
   api: OpenAPIBackend;
   routes: Routes;
   spec: { security?: unknown[] };
@@ -106,14 +120,14 @@ export interface DispatchOptions<Ctx> {
   authenticate: (req: GatewayRequest, res: GatewayResponse) => Promise<boolean>;
   /** Schemes the authenticate function answers for. */
   schemes: string[];
-  /** Runs the operation once the request is known to be authorised and valid. */
-  run: (op: Operation, req: GatewayRequest, res: GatewayResponse, input: { params: Record<string, string>; query: Record<string, any>; body: unknown }) => Promise<Ctx>;
+  /** Runs the operation once the request is known to be authorised, permitted and valid. */
+  run: (op: Operation, req: GatewayRequest, res: GatewayResponse, input: { params: Record<string, string>; query: Record<string, any>; body: unknown }) => Promise<void>;
 }
 
-export class Dispatcher<Ctx> {
+export class Dispatcher {
   private readonly ops = new Map<Operation, CompiledOp>();
 
-  constructor(private readonly o: DispatchOptions<Ctx>) {
+  constructor(private readonly o: DispatchOptions) {
     const global = o.spec.security ?? [];
     for (const op of o.routes.operations) {
       for (const p of (op.parameters ?? []) as Array<{ in: string; name: string; content?: unknown; explode?: boolean }>) {
@@ -174,13 +188,10 @@ export class Dispatcher<Ctx> {
       if (validate.errors) (errors ??= []).push(...validate.errors);
     }
     if (errors) return sendError(req, res, new ValidationFailure(toValidationDetails(errors as any)), logger);
+    // Where a key is optional, a presented one must still be valid; admin operations need the admin key.
+    if (c.optional && presentedKey(req.headers) && !locals.principal) return sendError(req, res, unauthorized(), logger);
+    if (c.adminOnly && !locals.principal?.admin) return sendError(req, res, forbidden('This operation needs the admin key.'), logger);
 
     await this.o.run(c.op, req, res, { params: m.params, query: parameters.query as Record<string, any>, body: req.body });
-  }
-
-  /** The compiled facts of an operation the handler wrapper needs. */
-  facts(op: Operation): { optional: boolean; adminOnly: boolean } {
-    const c = this.ops.get(op)!;
-    return { optional: c.optional, adminOnly: c.adminOnly };
   }
 }
