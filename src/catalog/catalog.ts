@@ -112,13 +112,22 @@ export class Catalog implements CatalogReader {
 
   // ---------- CatalogReader ----------
 
-  resolve(model: string): CatalogOffer[] {
+  resolve(model: string): readonly CatalogOffer[] {
+    const cache = this.snap.resolved;
+    const hit = cache.get(model);
+    if (hit) return hit;
     const s = model.trim();
     const choice = parseRouter(s, this.opts.seeds.routers);
     if (choice === null) return [];
-    if (choice === undefined) return orderByMode(this.find(s), 'cheapest').map((e) => e.o);
-    if (!choice.model) return this.snap.routerOrder(choice.router.mode).map((e) => e.o);
-    return orderByMode(this.find(choice.model), choice.router.mode).map((e) => e.o);
+    const offers = choice === undefined ? orderByMode(this.find(s), 'cheapest').map((e) => e.o)
+      : !choice.model ? this.snap.routerOrder(choice.router.mode).map((e) => e.o)
+        : orderByMode(this.find(choice.model), choice.router.mode).map((e) => e.o);
+    // Names come from clients: only names that resolve are kept, and the cache is bounded.
+    if (offers.length) {
+      if (cache.size >= 4096) cache.clear();
+      cache.set(model, offers);
+    }
+    return offers;
   }
 
   gateway(id: string): GatewayInfo | undefined {

@@ -75,6 +75,11 @@ export class Snapshot {
   /** Router orders, computed on first use after each health refresh (unused modes cost nothing). */
   private readonly routerOrders = new Map<RouterMode, Entry[]>();
   private routerCandidates: Entry[] = [];
+  /**
+   * What a model name resolves to (Catalog.resolve), kept until the next health refresh: every request resolves
+   * its model, and ordering the offers each time cost more than the lookup. Read-only for callers.
+   */
+  readonly resolved = new Map<string, readonly CatalogOffer[]>();
 
   constructor(input: BuildInput, health: HealthInput) {
     const rank = new Map(input.gateways.map((g, i) => [g.id, i]));
@@ -132,6 +137,7 @@ export class Snapshot {
     this.alternatives = this.findAlternatives();
     this.routerCandidates = this.active.filter((e) => e.configured && e.chat);
     this.routerOrders.clear();
+    this.resolved.clear();
   }
 
   /** `router:<mode>` without a model: active chat offers of configured gateways in the mode's order. */

@@ -60,7 +60,7 @@ export interface CatalogReader {
    * Plain ids are ordered like `router:cheapest` (configured, active and healthy offers first, then by price).
    * Empty when unknown.
    */
-  resolve(model: string): Offer[];
+  resolve(model: string): readonly Offer[];
   gateway(id: string): GatewayInfo | undefined;
   gateways(): GatewayInfo[];
 }

@@ -15,6 +15,7 @@ import { nanoToUsd, newHoldId } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
 import { redactSecrets } from '../providers/http.js';
+import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
 import { UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
 
@@ -263,12 +264,15 @@ export class ChatEngine {
     let got: Awaited<ReturnType<typeof this.tryCandidates<Opened>>>;
     try {
       got = await this.tryCandidates(offers, ctx, async (offer, target) => {
-        // The attempt's own abort, for a stalled upstream (IdleWatch); the client's abort ends it too.
-        const attempt = new AbortController();
-        const both = AbortSignal.any([ctx.signal, attempt.signal]);
-        const watch = new IdleWatch(idleMs, () => attempt.abort());
+        // The attempt's own abort, for a stalled upstream (IdleWatch); the client's abort ends it too (linked by
+        // hand: AbortSignal.any takes only real AbortSignals, and the client's is a Cancellation).
+        const attempt = new Cancellation();
+        const onClientGone = () => attempt.abort(ctx.signal.reason);
+        if (ctx.signal.aborted) onClientGone();
+        else ctx.signal.addEventListener('abort', onClientGone, { once: true });
+        const watch = new IdleWatch(idleMs, () => attempt.abort(), () => ctx.signal.removeEventListener('abort', onClientGone));
         try {
-          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, both);
+          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, attempt.signal);
           const it = upstream[Symbol.asyncIterator]();
           return { it, first: await watch.next(it), watch };
         } catch (err) {
@@ -351,7 +355,8 @@ class IdleWatch {
   private readonly expired: Promise<never>;
   private fail!: (err: UpstreamError) => void;
 
-  constructor(private readonly ms: number, private readonly onTimeout: () => void) {
+  /** `onStop`: runs once when the watch stops (the attempt is over: its links to other signals go). */
+  constructor(private readonly ms: number, private readonly onTimeout: () => void, private readonly onStop?: () => void) {
     this.expired = new Promise<never>((_, reject) => { this.fail = reject; });
     this.expired.catch(() => undefined); // handled by the `next` racing it
   }
@@ -383,6 +388,7 @@ class IdleWatch {
   }
 
   stop(): void {
+    if (!this.stopped) this.onStop?.();
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

@@ -6,6 +6,7 @@
  * never longer, so nothing waits for a later event.
  */
 import type { ServerResponse } from 'node:http';
+import { Cancellation } from '../cancel.js';
 
 export function startSse(res: ServerResponse, headers: Record<string, string>): void {
   res.statusCode = 200;
@@ -41,11 +42,14 @@ export function writeFrame(res: ServerResponse, frame: string): Promise<void> | 
   }
 }
 
-/** An AbortSignal that fires when the client disconnects before the response finished. */
-export function clientGone(res: ServerResponse): AbortController {
-  const controller = new AbortController();
+/**
+ * A signal (AbortSignal's shape, src/cancel.ts) that fires when the client disconnects before the response
+ * finished.
+ */
+export function clientGone(res: ServerResponse): Cancellation {
+  const gone = new Cancellation();
   res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
+    if (!res.writableFinished) gone.abort();
   });
-  return controller;
+  return gone;
 }

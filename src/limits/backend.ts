@@ -32,56 +32,92 @@ export interface LimitBackend {
   close(): Promise<void>;
 }
 
-type Buckets = Map<number, number>;
+/**
+ * One key's sliding window: the one-second buckets in time order (a queue, oldest first) and their running total,
+ * so a request costs O(1) and allocates nothing — every request of a key passes through here.
+ */
+class Window {
+  secs: number[] = [];
+  counts: number[] = [];
+  head = 0;
+  total = 0;
+
+  /** Drops the buckets that left the window ending at `nowSec`; the oldest counted second, or null. */
+  expire(nowSec: number): number | null {
+    const { secs, counts } = this;
+    while (this.head < secs.length && secs[this.head] <= nowSec - WINDOW_SECONDS) this.total -= counts[this.head++];
+    if (this.head === secs.length) {
+      secs.length = counts.length = this.head = this.total = 0;
+      return null;
+    }
+    if (this.head > 32) {
+      secs.splice(0, this.head);
+      counts.splice(0, this.head);
+      this.head = 0;
+    }
+    return secs[this.head];
+  }
+
+  add(nowSec: number, n: number): void {
+    const last = this.secs.length - 1;
+    // a clock that stepped back counts into the newest bucket rather than breaking the order
+    if (last >= this.head && this.secs[last] >= nowSec) this.counts[last] += n;
+    else {
+      this.secs.push(nowSec);
+      this.counts.push(n);
+    }
+    this.total += n;
+  }
+}
 
 /** Process-local state: exact for one instance. Empty windows are dropped so idle keys cost nothing. */
 export class MemoryLimitBackend implements LimitBackend {
-  private windows = new Map<string, Buckets>();
+  private windows = new Map<string, Window>();
   private leases = new Map<string, Map<string, number>>();
 
-  private live(key: string, nowSec: number): { buckets: Buckets; count: number; oldest: number | null } {
-    const buckets = this.windows.get(key) ?? new Map<number, number>();
-    let count = 0;
-    let oldest: number | null = null;
-    for (const [sec, n] of buckets) {
-      if (sec <= nowSec - WINDOW_SECONDS) buckets.delete(sec);
-      else {
-        count += n;
-        if (oldest === null || sec < oldest) oldest = sec;
-      }
+  /** `key`'s window after expiry, or undefined when nothing is counted (and the key is forgotten). */
+  private live(key: string, nowSec: number): Window | undefined {
+    const w = this.windows.get(key);
+    if (w && w.expire(nowSec) === null) {
+      this.windows.delete(key);
+      return undefined;
     }
-    if (!buckets.size) this.windows.delete(key);
-    return { buckets, count, oldest };
+    return w;
+  }
+
+  private grow(key: string, w: Window | undefined, nowSec: number, n: number): void {
+    if (!w) this.windows.set(key, (w = new Window()));
+    w.add(nowSec, n);
   }
 
   async take(key: string, limit: number, nowMs: number): Promise<WindowCount> {
     const nowSec = Math.floor(nowMs / 1000);
     const w = this.live(key, nowSec);
-    if (w.count >= limit) return { allowed: false, count: w.count, resetMs: resetMs(w.oldest, nowMs) };
-    w.buckets.set(nowSec, (w.buckets.get(nowSec) ?? 0) + 1);
-    this.windows.set(key, w.buckets);
-    return { allowed: true, count: w.count + 1, resetMs: resetMs(w.oldest ?? nowSec, nowMs) };
+    const count = w?.total ?? 0;
+    const oldest = w ? w.secs[w.head] : null;
+    if (count >= limit) return { allowed: false, count, resetMs: resetMs(oldest, nowMs) };
+    this.grow(key, w, nowSec, 1);
+    return { allowed: true, count: count + 1, resetMs: resetMs(oldest ?? nowSec, nowMs) };
   }
 
   async add(key: string, n: number, nowMs: number): Promise<void> {
     if (n <= 0) return;
     const nowSec = Math.floor(nowMs / 1000);
-    const w = this.live(key, nowSec);
-    w.buckets.set(nowSec, (w.buckets.get(nowSec) ?? 0) + n);
-    this.windows.set(key, w.buckets);
+    this.grow(key, this.live(key, nowSec), nowSec, n);
   }
 
   async read(key: string, nowMs: number): Promise<WindowCount> {
     const w = this.live(key, Math.floor(nowMs / 1000));
-    return { allowed: true, count: w.count, resetMs: resetMs(w.oldest, nowMs) };
+    return { allowed: true, count: w?.total ?? 0, resetMs: resetMs(w ? w.secs[w.head] : null, nowMs) };
   }
 
   async acquire(key: string, lease: string, limit: number, nowMs: number): Promise<boolean> {
-    const held = this.leases.get(key) ?? new Map<string, number>();
-    for (const [id, until] of held) if (until <= nowMs) held.delete(id);
+    let held = this.leases.get(key);
+    if (!held) this.leases.set(key, (held = new Map<string, number>()));
+    // Lapsed leases (their process stopped renewing them) are looked for only when they would make a difference.
+    if (held.size >= limit) for (const [id, until] of held) if (until <= nowMs) held.delete(id);
     if (held.size >= limit) return false;
     held.set(lease, nowMs + LEASE_TTL_MS);
-    this.leases.set(key, held);
     return true;
   }
 

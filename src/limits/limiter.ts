@@ -38,6 +38,10 @@ const OVERRIDE_TTL_MS = 5_000;
 
 const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
+/** Concurrency lease ids: unique across instances (a random prefix per process) without a UUID per request. */
+const LEASE_PREFIX = `${crypto.randomUUID()}:`;
+let leaseSeq = 0;
+
 export class RateLimiter {
   private overrides = new Map<number, { limits: RateLimitDefaults; at: number }>();
   /** Live concurrency leases of this process, per backend key, renewed so they outlive long streams. */
@@ -130,7 +134,7 @@ export class RateLimiter {
         }
       }
       if (lim.concurrentRequests > 0) {
-        const id = crypto.randomUUID();
+        const id = LEASE_PREFIX + ++leaseSeq;
         if (!(await this.backend.acquire(key, id, lim.concurrentRequests, now))) {
           throw limited('concurrency', `Concurrency limit of ${lim.concurrentRequests} requests in flight reached for this key.`, 1000, {});
         }

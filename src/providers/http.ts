@@ -5,6 +5,7 @@
 import { Agent, request, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
 import { UpstreamError } from '../engine/types.js';
+import { Cancellation } from '../cancel.js';
 
 export interface Timeouts {
   connectMs: number;
@@ -55,9 +56,10 @@ export async function send(
     passStatus?: boolean;
   },
 ): Promise<UpstreamResponse> {
-  // One controller per call, aborted by the client's signal or by the total timeout, and let go when the body
-  // is over (AbortSignal.timeout + AbortSignal.any cost a timer, weak references and finalizers per call).
-  const ac = new AbortController();
+  // One cancellation per call, aborted by the client's signal or by the total timeout, and let go when the body
+  // is over (AbortSignal.timeout + AbortSignal.any cost a timer, weak references and finalizers per call; an
+  // AbortController outlives the request in the heap: src/cancel.ts).
+  const ac = new Cancellation();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;

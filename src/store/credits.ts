@@ -9,7 +9,17 @@ export const NANO = 1_000_000_000;
 export const usdToNano = (usd: number): number => Math.round(usd * NANO);
 export const nanoToUsd = (nano: number): number => nano / NANO;
 
-const now = () => new Date().toISOString();
+let isoMs = 0;
+let iso = '';
+/** The time as an ISO string, made once per millisecond (several writes of every request stamp it). */
+const now = (): string => {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    iso = new Date(ms).toISOString();
+  }
+  return iso;
+};
 
 let lastMs = 0;
 let seq = 0;

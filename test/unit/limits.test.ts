@@ -60,6 +60,19 @@ for (const kind of KINDS) {
       expect(d).to.deep.equal({ allowed: false, count: 3, resetMs: 30_000 });
     });
 
+    it('a window of many one-second buckets: each leaves exactly 60 s after its second', async () => {
+      const b = make();
+      for (let sec = 0; sec < 150; sec++) {
+        const r = await b.take('many', 1000, T0 + sec * 1000 + 250);
+        // seconds max(0, sec - 59) … sec are in the window, this one included
+        expect(r.count, `second ${sec}`).to.equal(Math.min(sec + 1, 60));
+      }
+      await b.add('many-t', 5, T0);
+      await b.add('many-t', 7, T0 + 59_000);
+      expect((await b.read('many-t', T0 + 59_999)).count).to.equal(12);
+      expect(await b.read('many-t', T0 + 60_000)).to.deep.equal({ allowed: true, count: 7, resetMs: 59_000 });
+    });
+
     it('add and read: token counts over the window', async () => {
       const b = make();
       expect(await b.read('t', T0)).to.deep.equal({ allowed: true, count: 0, resetMs: 0 });
