@@ -108,6 +108,9 @@ interface CompiledOp {
   adminOnly: boolean;
   /** Query parameters declared as arrays (a single value becomes a one-element array). */
   arrayQuery: string[];
+  /** The operation declares path / header parameters (validation may coerce them). */
+  pathParams: boolean;
+  headerParams: boolean;
   validators?: ValidateFunction[];
 }
 
@@ -144,6 +147,8 @@ export class Dispatcher {
         adminOnly: !!(op as { 'x-admin-only'?: boolean })['x-admin-only'],
         arrayQuery: ((op.parameters ?? []) as Array<{ in: string; name: string; schema?: { type?: unknown } }>)
           .filter((p) => p.in === 'query' && p.schema?.type === 'array').map((p) => p.name),
+        pathParams: ((op.parameters ?? []) as Array<{ in: string }>).some((p) => p.in === 'path'),
+        headerParams: ((op.parameters ?? []) as Array<{ in: string }>).some((p) => p.in === 'header'),
       });
     }
   }
@@ -178,7 +183,8 @@ export class Dispatcher {
     coerceFormBody(c.op, req as { headers: Record<string, unknown>; body?: unknown });
     const query: Record<string, any> = q < 0 ? {} : qs.parse(url.slice(q + 1), { allowPrototypes: true });
     for (const name of c.arrayQuery) if (typeof query[name] === 'string') query[name] = [query[name]];
-    const parameters: Record<string, unknown> = { path: { ...m.params }, query, header: { ...req.headers }, cookie: {} };
+    // Validation coerces declared parameters in place: copies only where the operation declares some.
+    const parameters: Record<string, unknown> = { path: c.pathParams ? { ...m.params } : m.params, query, header: c.headerParams ? { ...req.headers } : req.headers, cookie: {} };
     const ct = req.headers['content-type'];
     if ((typeof req.body === 'object') || (ct !== undefined && ct.split(';')[0].trim().toLowerCase() === 'application/json')) parameters.requestBody = req.body;
     c.validators ??= this.o.api.validator.getRequestValidatorsForOperation(c.id) as ValidateFunction[];

@@ -18,7 +18,9 @@ function coerceValue(value: unknown, schema: any): unknown {
 }
 
 export function coerceFormBody(op: Operation, req: { headers: Record<string, unknown>; body?: unknown }): void {
-  const ct = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const raw = req.headers['content-type'];
+  if (typeof raw !== 'string' || !/form/i.test(raw)) return; // JSON, the common case, at the cost of one test
+  const ct = raw.split(';')[0].trim().toLowerCase();
   if (!FORM_TYPES.includes(ct) || !req.body || typeof req.body !== 'object') return;
   const content = (op.requestBody as any)?.content?.[ct];
   const props = content?.schema?.properties;

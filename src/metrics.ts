@@ -78,13 +78,26 @@ export class Metrics {
 
   /** Written usage records (the recorder's flushes): tokens, cost and requests by final status. */
   usage(records: readonly UsageRecord[]): void {
+    // Summed per label set first: a flush carries hundreds of records of a few gateways, and each counter
+    // increment hashes its labels.
+    const sums = new Map<string, { gateway: string; provider: string; status: string; requests: number; prompt: number; completion: number; cached: number; cost: number }>();
     for (const r of records) {
-      const l = { gateway: r.gateway, provider: r.provider };
-      this.usageRequests.inc({ ...l, status: r.status });
-      if (r.prompt_tokens) this.tokens.inc({ ...l, type: 'prompt' }, r.prompt_tokens);
-      if (r.completion_tokens) this.tokens.inc({ ...l, type: 'completion' }, r.completion_tokens);
-      if (r.cached_tokens) this.tokens.inc({ ...l, type: 'cached' }, r.cached_tokens);
-      if (r.cost_nano) this.cost.inc(l, r.cost_nano / 1e9);
+      const k = `${r.gateway}\u0000${r.provider}\u0000${r.status}`;
+      let s = sums.get(k);
+      if (!s) sums.set(k, (s = { gateway: r.gateway, provider: r.provider, status: r.status, requests: 0, prompt: 0, completion: 0, cached: 0, cost: 0 }));
+      s.requests += 1;
+      s.prompt += r.prompt_tokens ?? 0;
+      s.completion += r.completion_tokens ?? 0;
+      s.cached += r.cached_tokens ?? 0;
+      s.cost += r.cost_nano ?? 0;
+    }
+    for (const s of sums.values()) {
+      const l = { gateway: s.gateway, provider: s.provider };
+      this.usageRequests.inc({ ...l, status: s.status }, s.requests);
+      if (s.prompt) this.tokens.inc({ ...l, type: 'prompt' }, s.prompt);
+      if (s.completion) this.tokens.inc({ ...l, type: 'completion' }, s.completion);
+      if (s.cached) this.tokens.inc({ ...l, type: 'cached' }, s.cached);
+      if (s.cost) this.cost.inc(l, s.cost / 1e9);
     }
   }
 

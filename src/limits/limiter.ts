@@ -149,7 +149,11 @@ export class RateLimiter {
             { ...requestHeaders(lim, requests), ...tokenHeaders(lim, tokens) });
         }
       }
-      const headers = { ...requestHeaders(lim, requests), ...tokenHeaders(lim, tokens) };
+      const headers = requestHeaders(lim, requests);
+      if (tokens && lim.tokensPerMinute > 0) {
+        headers['X-RateLimit-Limit-Tokens'] = String(lim.tokensPerMinute);
+        headers['X-RateLimit-Remaining-Tokens'] = String(Math.max(0, lim.tokensPerMinute - tokens.count));
+      }
       let released = false;
       return {
         headers,
