@@ -13,7 +13,10 @@ import { Agent, request } from 'undici';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const MODEL = 'sim/echo';
+/** 20 chunks sent as fast as the upstream can write them: the gateway's cost per stream under saturation. */
 export const STREAM_MODEL = 'sim/chunks-20';
+/** 20 chunks 10 ms apart, as a model writes (~100 chunks/s): the latency a stream's reader sees. */
+export const PACED_MODEL = 'sim/chunks-20-every-10ms';
 export const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
 export const children: ChildProcess[] = [];
@@ -107,12 +110,12 @@ export async function throughput(url: string, key: string, connections: number, 
 }
 
 /** Streams at a fixed concurrency: time to first body byte and total, per request. */
-export async function streaming(url: string, key: string, concurrency: number, total: number) {
+export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL) {
   const ttfb: number[] = [];
   const full: number[] = [];
   let errors = 0;
   let next = 0;
-  const body = chatBody(STREAM_MODEL, true);
+  const body = chatBody(model, true);
   async function worker() {
     while (next < total) {
       next++;

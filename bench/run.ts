@@ -5,7 +5,9 @@
  * PostgreSQL when reachable) as separate processes with a funded key, and measures:
  *   1. non-streaming chat at concurrency 1: p50/p99 latency direct, via the bare proxy, via the gateway;
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
- *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total;
+ *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total, with the chunks sent as fast
+ *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
+ *      10 ms apart as a model writes (paced: the latency a reader sees);
  *   4. 1,000 concurrent open streams on a freshly started gateway: its peak RSS and RSS per stream over idle.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
  * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
@@ -18,7 +20,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { ROOT, benchGateway, latencyC1, log, openStreams, round, startTs, streaming, throughput } from './lib.js';
+import { PACED_MODEL, ROOT, benchGateway, latencyC1, log, openStreams, round, startTs, streaming, throughput } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -41,6 +43,7 @@ async function main() {
   const n1 = QUICK ? 300 : 1000;
   const secs = QUICK ? 3 : 5;
   const streams = QUICK ? 200 : 400;
+  const paced = QUICK ? 96 : 320; // ~0.2 s each, 16 at a time
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
   log('building dist/main.js (what npm start runs)');
@@ -70,10 +73,11 @@ async function main() {
     log(`${label}: warming up`);
     for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
     for (let i = 0; i < rounds; i++) {
-      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming (direct, bare proxy, gateway)`);
+      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst and paced (direct, bare proxy, gateway)`);
       for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
       for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
+      for (const [who, url, key] of targets) push(who, 'paced', await streaming(url, key, 16, paced, PACED_MODEL));
     }
     gw.stop();
     // Memory per open stream on a fresh gateway warmed by a hundred streams: after the load phases the heap has
@@ -83,7 +87,7 @@ async function main() {
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1) };
     fresh.stop();
-    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream) });
+    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream), paced: medianOf(runs[who].paced) });
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
     results.direct ??= results[label].direct;
@@ -98,9 +102,12 @@ async function main() {
   add('c=1 p99 ms', (x) => String(x.c1.p99));
   add('c=64 req/s', (x) => String(x.c64.rps));
   add('c=64 errors', (x) => String(x.c64.errors));
-  add('stream TTFB p50 ms', (x) => String(x.stream.ttfbP50));
-  add('stream total p50 ms', (x) => String(x.stream.totalP50));
-  add('stream errors', (x) => String(x.stream.errors));
+  add('stream burst TTFB p50 ms', (x) => String(x.stream.ttfbP50));
+  add('stream burst total p50 ms', (x) => String(x.stream.totalP50));
+  add('stream burst errors', (x) => String(x.stream.errors));
+  add('stream paced TTFB p50 ms', (x) => String(x.paced.ttfbP50));
+  add('stream paced total p50 ms', (x) => String(x.paced.totalP50));
+  add('stream paced errors', (x) => String(x.paced.errors));
   const derived: Record<string, any> = {};
   for (const [l] of dbs) {
     const g = results[l];
@@ -111,6 +118,8 @@ async function main() {
       throughput_vs_bare: round(g.c64.rps / g.bare.c64.rps, 3),
       added_ttfb_p50_ms: round(g.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
+      added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
+      bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       idle_rss_mb: g.memory.idleMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }

@@ -27,6 +27,8 @@
  *                        schema requires a string property other than `query`, that property set to "test";
  *                        if the last message is a tool result: `Tool said: <result text>`; without tools: echo
  *   sim/chunks-<N>       N text chunks `w1 ` … `wN ` (non-stream: the joined text)
+ *   sim/chunks-<N>-every-<M>ms  the same, each text chunk M ms after the piece before it, as a model writes;
+ *                        the closing pieces follow the last text at once (non-stream: the joined text at once)
  *   sim/keepalive        streams interleave `: PROCESSING` comment lines between events
  *   sim/usage-with-choices  OpenAI streams: the last content chunk carries usage, finish_reason and a
  *                        non-empty choices array; no separate finish or usage chunk (even without include_usage)
@@ -48,7 +50,8 @@
  *   Anthropic `thinking: {type:"enabled"}` and Gemini `thinkingConfig.includeThoughts` add a reasoning block
  *   `Thinking about: <last user text>` before the answer, with any model.
  *
- * The model list (GET models) names the fixed behaviours plus the benchmark's sim/chunks-20 and sim/slow-4000ms;
+ * The model list (GET models) names the fixed behaviours plus the benchmark's sim/chunks-20,
+ * sim/chunks-20-every-10ms and sim/slow-4000ms;
  * any other parametric name works when asked for directly.
  *
  * Token counting (deterministic):

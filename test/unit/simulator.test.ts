@@ -83,6 +83,31 @@ describe('simulator: OpenAI format', () => {
     expect(body.usage.completion_tokens).to.equal(4);
   });
 
+  it('sim/chunks-N-every-Mms streams the same chunks M ms apart; not streaming, the joined text at once', async () => {
+    const res = await chat({ model: 'sim/chunks-4-every-40ms', stream: true });
+    const reader = res.body!.getReader();
+    const arrivals: number[] = [];
+    let raw = '';
+    const t0 = performance.now();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      arrivals.push(performance.now() - t0);
+      raw += new TextDecoder().decode(value);
+    }
+    const chunks = raw.split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)));
+    expect(chunks.slice(1, -1).map((c) => c.choices[0].delta.content)).to.deep.equal(['w1 ', 'w2 ', 'w3 ', 'w4 ']);
+    // role, then 4 texts each 40 ms after the piece before; finish and [DONE] right after the last text
+    const span = arrivals[arrivals.length - 1] - arrivals[0];
+    expect(span).to.be.at.least(4 * 40 - 10);
+    expect(span).to.be.below(5 * 40);
+    expect(arrivals.length).to.be.at.least(5);
+    const t1 = performance.now();
+    const body = await (await chat({ model: 'sim/chunks-4-every-40ms' })).json();
+    expect(body.choices[0].message.content).to.equal('w1 w2 w3 w4 ');
+    expect(performance.now() - t1).to.be.below(200);
+  });
+
   it('sim/error-<status> answers that status with an OpenAI error body; 429 carries Retry-After: 1', async () => {
     const res = await chat({ model: 'sim/error-429' });
     expect(res.status).to.equal(429);

@@ -11,7 +11,7 @@ export type Behaviour =
   | { kind: 'flaky'; failures: number }
   | { kind: 'stream-break' }
   | { kind: 'tool-call' }
-  | { kind: 'chunks'; n: number }
+  | { kind: 'chunks'; n: number; everyMs?: number }
   | { kind: 'keepalive' }
   | { kind: 'usage-with-choices' }
   | { kind: 'cached' }
@@ -28,7 +28,7 @@ export type Behaviour =
 /** The models every list endpoint reports (any other name also works and behaves as `sim/echo`). */
 export const SIM_MODELS = [
   'sim/echo', 'sim/slow-200ms', 'sim/error-429', 'sim/error-500', 'sim/flaky-2', 'sim/stream-break', 'sim/tool-call',
-  'sim/chunks-5', 'sim/chunks-20', 'sim/slow-4000ms', 'sim/keepalive', 'sim/usage-with-choices', 'sim/cached', 'sim/json', 'sim/malformed', 'sim/hang',
+  'sim/chunks-5', 'sim/chunks-20', 'sim/chunks-20-every-10ms', 'sim/slow-4000ms', 'sim/keepalive', 'sim/usage-with-choices', 'sim/cached', 'sim/json', 'sim/malformed', 'sim/hang',
   'sim/stop-seq', 'sim/length',
 ];
 
@@ -44,6 +44,7 @@ export function behaviourOf(model: string | undefined): Behaviour {
   if ((g = m.match(/^sim\/error-([45]\d\d)$/))) return { kind: 'error', status: Number(g[1]) };
   if ((g = m.match(/^sim\/flaky-(\d{1,6})$/))) return { kind: 'flaky', failures: Number(g[1]) };
   if ((g = m.match(/^sim\/chunks-(\d{1,5})$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]) };
+  if ((g = m.match(/^sim\/chunks-(\d{1,5})-every-(\d{1,6})ms$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]), everyMs: Number(g[2]) };
   if ((g = m.match(/^sim\/dribble-(\d{1,6})ms$/))) return { kind: 'dribble', ms: Number(g[1]) };
   if ((g = m.match(/^sim\/drip-(\d{1,6})ms$/))) return { kind: 'drip', ms: Number(g[1]) };
   const simple = ['stream-break', 'tool-call', 'keepalive', 'usage-with-choices', 'cached', 'json', 'malformed', 'hang', 'stop-seq', 'length',

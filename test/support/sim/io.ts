@@ -145,6 +145,9 @@ export async function pump(
   for (let i = 0; i < last; i++) {
     if (sr.signal.aborted) return;
     if (b.kind === 'drip' && i > 0 && !(await pause(b.ms, sr.signal))) return;
+    // paced text: the pause comes before each of the n text pieces (after the opening piece); the closing
+    // pieces (finish, usage, terminator) follow the last text at once, as a model's stream ends
+    if (b.kind === 'chunks' && b.everyMs && i > 0 && i <= b.n && !(await pause(b.everyMs, sr.signal))) return;
     if (b.kind === 'dribble') {
       if (!(await dribble(sr, Buffer.from(pieces[i]), b.ms))) return;
     } else await write(res, pieces[i]);
