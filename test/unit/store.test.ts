@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { sql } from 'kysely';
 import crypto from 'node:crypto';
 import { openStore, type Store } from '../../src/store/index.js';
 import { newHoldId, usdToNano } from '../../src/store/credits.js';
@@ -120,6 +121,17 @@ for (const dialect of DIALECTS) {
       await store.credits.hold(uid, `exp-${uid}`, 200, -1);
       expect(await store.credits.releaseExpired()).to.be.greaterThanOrEqual(1);
       expect(await store.credits.balance(uid)).to.equal(500);
+    });
+
+    it('credits: open holds are found through a partial index of the open ones (settling drops the entry)', async () => {
+      const def = dialect === 'sqlite'
+        ? (await sql<{ sql: string }>`select sql from sqlite_master where type = 'index' and name = 'credit_holds_open'`.execute(store.db)).rows[0]?.sql
+        : (await sql<{ indexdef: string }>`select indexdef from pg_indexes where indexname = 'credit_holds_open' and schemaname = current_schema()`.execute(store.db)).rows[0]?.indexdef;
+      expect(def?.toLowerCase().replace(/[()"]/g, '')).to.match(/on (\w+\.)?credit_holds (using btree )?expires_at where settled_at is null/);
+      if (dialect === 'sqlite') {
+        const plan = await sql<{ detail: string }>`explain query plan select id from credit_holds where settled_at is null and expires_at < ${Date.now()}`.execute(store.db);
+        expect(plan.rows.map((r) => r.detail).join(' ')).to.contain('USING INDEX credit_holds_open');
+      }
     });
 
     it('sessions: scoped to their owner, messages kept in order, delete cascades', async () => {
