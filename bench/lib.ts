@@ -3,6 +3,7 @@
  * gateway under test. Loopback only; every run is bounded in time and count.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -141,6 +142,7 @@ export async function streaming(url: string, key: string, concurrency: number, t
 export async function openStreams(url: string, key: string, pid: number, n: number, idleRss: number) {
   const before = rssOf(pid);
   const ac = new AbortController();
+  setMaxListeners(n + 10, ac.signal); // one abort listener per request on the shared signal
   const body = chatBody('sim/slow-4000ms', true);
   let opened = 0;
   const reqs = Array.from({ length: n }, () => request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, signal: ac.signal,
