@@ -113,10 +113,10 @@ export class MemoryLimitBackend implements LimitBackend {
 
   async acquire(key: string, lease: string, limit: number, nowMs: number): Promise<boolean> {
     let held = this.leases.get(key);
-    if (!held) this.leases.set(key, (held = new Map<string, number>()));
     // Lapsed leases (their process stopped renewing them) are looked for only when they would make a difference.
-    if (held.size >= limit) for (const [id, until] of held) if (until <= nowMs) held.delete(id);
-    if (held.size >= limit) return false;
+    if (held && held.size >= limit) for (const [id, until] of held) if (until <= nowMs) held.delete(id);
+    if ((held?.size ?? 0) >= limit) return false;
+    if (!held) this.leases.set(key, (held = new Map<string, number>()));
     held.set(lease, nowMs + LEASE_TTL_MS);
     return true;
   }
