@@ -158,6 +158,21 @@ export async function openStreams(url: string, key: string, pid: number, n: numb
   return { idleMb: round(idleRss / 2 ** 20, 1), beforeMb: round(before / 2 ** 20, 1), peakMb: round(peak / 2 ** 20, 1), perStreamKb: round((peak - before) / n / 1024, 1), completed: opened };
 }
 
+/**
+ * The RSS of a process left without traffic for `secs`: sampled every second, the last sample (and the lowest
+ * seen, for the record).
+ */
+export async function settleRss(pid: number, secs: number): Promise<{ settledMb: number; settledMinMb: number }> {
+  let last = rssOf(pid);
+  let min = last;
+  for (let i = 0; i < secs; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    last = rssOf(pid);
+    min = Math.min(min, last);
+  }
+  return { settledMb: round(last / 2 ** 20, 1), settledMinMb: round(min / 2 ** 20, 1) };
+}
+
 /** Starts the gateway (dist/main.js, what `npm start` runs) with a funded key; `nodeArgs` e.g. `--cpu-prof`. */
 export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = []) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));

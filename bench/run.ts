@@ -8,7 +8,9 @@
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total, with the chunks sent as fast
  *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
  *      10 ms apart as a model writes (paced: the latency a reader sees);
- *   4. 1,000 concurrent open streams on a freshly started gateway: its peak RSS and RSS per stream over idle.
+ *   4. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
+ *      load phases (once V8's memory reducer ran), and on a freshly started gateway 1,000 concurrent open streams:
+ *      its peak RSS and RSS per stream.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
  * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
  * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run.
@@ -20,7 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PACED_MODEL, ROOT, benchGateway, latencyC1, log, openStreams, round, startTs, streaming, throughput } from './lib.js';
+import { PACED_MODEL, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -46,6 +48,7 @@ async function main() {
   const paced = QUICK ? 96 : 320; // ~0.2 s each, 16 at a time
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
+  const settleSecs = 60; // the memory reducer ran 30–45 s after the last request in measurements here
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
@@ -79,13 +82,17 @@ async function main() {
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
       for (const [who, url, key] of targets) push(who, 'paced', await streaming(url, key, 16, paced, PACED_MODEL));
     }
+    // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
+    // (~30 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
+    log(`${label}: ${settleSecs} s without traffic (RSS of the idle gateway after the load)`);
+    const settled = await settleRss(gw.pid, settleSecs);
     gw.stop();
     // Memory per open stream on a fresh gateway warmed by a hundred streams: after the load phases the heap has
     // room to spare and the streams would seem to cost nothing.
     log(`${label}: ${open} open streams on a fresh gateway`);
     const fresh = await benchGateway(`${label} (memory)`, env, simUrl);
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
-    const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1) };
+    const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled };
     fresh.stop();
     const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream), paced: medianOf(runs[who].paced) });
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
@@ -120,7 +127,7 @@ async function main() {
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
-      idle_rss_mb: g.memory.idleMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
+      rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }
   results.derived = derived;
