@@ -1,6 +1,7 @@
 /** Built-in tools and web-search augmentation (services.tools, services.search). */
-import type { Handler, HandlerCtx } from '../src/app.js';
+import type { Handler } from '../src/app.js';
 import { unauthorized } from '../src/errors.js';
+import { clientGone } from '../src/engine/respond.js';
 
 export const listTools: Handler = (ctx) => {
   const tools = ctx.deps.services.tools.list();
@@ -14,18 +15,11 @@ export const getTool: Handler = (ctx) => ({ body: ctx.deps.services.tools.detail
 export const executeTool: Handler = async (ctx) => {
   if (!ctx.principal) throw unauthorized();
   const body = ctx.body ?? {};
-  return { body: await ctx.deps.services.tools.execute(ctx.principal, ctx.requestId, body.tool_name, body.parameters ?? {}, clientGone(ctx)) };
+  return { body: await ctx.deps.services.tools.execute(ctx.principal, ctx.requestId, body.tool_name, body.parameters ?? {}, clientGone(ctx.res).signal) };
 };
-
-/** Aborts when the client disconnects before the answer is written. */
-function clientGone(ctx: HandlerCtx): AbortSignal {
-  const ac = new AbortController();
-  ctx.res.once('close', () => { if (!ctx.res.writableFinished) ac.abort(); });
-  return ac.signal;
-}
 
 export const searchAugment: Handler = async (ctx) => {
   const search = ctx.deps.services.search;
   await search.checkRate(ctx.principal, ctx.clientIp() ?? 'unknown');
-  return { body: await search.augment(ctx.body, clientGone(ctx)) };
+  return { body: await search.augment(ctx.body, clientGone(ctx.res).signal) };
 };

@@ -20,6 +20,7 @@ import type { ToolsConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../errors.js';
+import { NEVER } from '../facades/common.js';
 import { UpstreamError } from '../engine/types.js';
 import type { Principal } from '../auth.js';
 import type { SearchHit, TavilyClient } from './web-search.js';
@@ -128,7 +129,7 @@ export class SearchService {
       const out = await this.client.search({
         query: req.query, maxResults: r.max_results, searchDepth: r.search_depth, includeAnswer: r.include_answer,
         includeDomains: req.include_domains, excludeDomains: req.exclude_domains,
-      }, signal ?? new AbortController().signal);
+      }, signal ?? NEVER);
       const sources = toSources(out.results, r.max_snippet_length);
       const answer = r.include_answer ? out.answer : null;
       return { success: true, query: req.query, context: formatContext(req.query, answer, sources), results_count: sources.length, answer, sources, error: null };

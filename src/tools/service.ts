@@ -5,6 +5,7 @@
  * leaves a usage record (endpoint `tool:<name>`, cost in nano-USD).
  */
 import type { Config } from '../config.js';
+import { NEVER } from '../facades/common.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/index.js';
 import type { Recorder } from '../engine/recorder.js';
@@ -21,7 +22,6 @@ export type ToolExecuteResponse = components['schemas']['ToolExecuteResponse'];
 
 /** A hold outlives any run (the tool timeout) by a margin; an orphan (crashed process) is released later. */
 const HOLD_TTL_MS = 15 * 60_000;
-const NEVER = new AbortController().signal;
 
 export function buildToolRegistry(config: Config, tavily: TavilyClient): ToolRegistry {
   return new ToolRegistry([

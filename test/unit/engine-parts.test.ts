@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { Breakers } from '../../src/engine/breaker.js';
 import { costOf, worstCaseNano, estimatePromptTokens } from '../../src/engine/pricing.js';
-import { mapStream } from '../../src/providers/openai/index.js';
+import { Readable } from 'node:stream';
+import { openaiEvents } from '../../src/providers/openai/index.js';
 import { parseChatRequest, toOpenAIRequest } from '../../src/wire/openai-chat.js';
 import { OpenAIChunkWriter, toCompletion } from '../../src/wire/openai-stream.js';
 import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
@@ -95,18 +96,22 @@ describe('unit: OpenAI wire mapping', () => {
       { id: 'x', model: 'm', choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":' } }] } }] },
       { id: 'x', model: 'm', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 5, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 1 } } },
     ];
-    async function* src() { for (const l of lines) yield { data: JSON.stringify(l) }; yield { data: '[DONE]' }; }
+    // as an upstream body: SSE bytes in network chunks that cut events anywhere, with a keep-alive comment
+    const sse = [...lines.map((l) => `data: ${JSON.stringify(l)}\n\n`), ': keep-alive\n\n', 'data: [DONE]\n\n'].join('');
+    const cuts = [0, 7, 60, 61, 200, sse.length];
+    const body = Readable.from(cuts.slice(1).map((c, i) => Buffer.from(sse.slice(cuts[i], c))));
     const evs: StreamEvent[] = [];
-    for await (const e of mapStream(src())) evs.push(e);
+    for await (const e of openaiEvents(body)) evs.push(e);
     expect(evs.map((e) => e.type)).to.deep.equal(['start', 'tool_call_start', 'tool_call_delta', 'text', 'finish', 'usage', 'end']);
     expect(evs[5]).to.deep.include({ usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 } });
   });
 
   it('a stream without [DONE] or with malformed JSON is broken', async () => {
-    async function* cut() { yield { data: JSON.stringify({ choices: [{ index: 0, delta: { content: 'a' } }] }) }; }
-    async function* bad() { yield { data: '{"choices": [' }; }
-    for (const src of [cut, bad]) {
-      const err = await (async () => { try { for await (const _ of mapStream(src())) { /* drain */ } } catch (e) { return e; } })();
+    const cut = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'a' } }] })}\n\n`;
+    const bad = 'data: {"choices": [\n\n';
+    for (const text of [cut, bad]) {
+      const body = Readable.from([Buffer.from(text)]);
+      const err = await (async () => { try { for await (const _ of openaiEvents(body)) { /* drain */ } } catch (e) { return e; } })();
       expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
     }
   });

@@ -99,26 +99,11 @@ export class OpenAIStreamMapper {
 const broken = (err: unknown) =>
   (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
 
-/** SSE events -> internal events (the async form of OpenAIStreamMapper, over any event source). */
-export async function* mapStream(events: AsyncIterable<{ data: string }>): AsyncGenerator<StreamEvent> {
-  const mapper = new OpenAIStreamMapper();
-  try {
-    for await (const ev of events) {
-      yield* mapper.map(ev.data);
-      if (mapper.done) break;
-    }
-  } catch (err) {
-    throw broken(err);
-  }
-  if (!mapper.done) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
-  yield { type: 'end' };
-}
-
 /**
  * An upstream body -> internal events with one async step per network chunk: each chunk is parsed (SSE) and
  * mapped synchronously, instead of passing every event through an SSE generator and a mapping generator.
  */
-async function* openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncGenerator<StreamEvent> {
+export async function* openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncGenerator<StreamEvent> {
   const parser = new SseParser();
   const mapper = new OpenAIStreamMapper();
   try {
