@@ -45,6 +45,13 @@ export interface CallContext {
   signal: AbortSignal;
 }
 
+/** A request's credit hold; `committed` resolves once it is committed and rejects (402) if it was refused. */
+interface Hold {
+  id: string;
+  amount: number;
+  committed: Promise<void>;
+}
+
 /** What was served, for `gateway_usage` and response headers. */
 export interface Served {
   offer: Offer;
@@ -122,16 +129,38 @@ export class ChatEngine {
     };
   }
 
-  private async hold(req: ChatRequest, offers: Offer[], ctx: CallContext): Promise<{ id: string; amount: number }> {
+  /**
+   * Holds the request's worst-case cost. When the balance this process last saw for the caller covers it twice
+   * over (CreditRepo.likelyCovers), the hold commits while the upstream call starts: the returned `call` then has
+   * a signal of its own, linked to the client's and aborted if the hold is refused after all. Otherwise the hold
+   * is committed first and `call` is `ctx`. Either way the caller awaits `committed` before anything reaches the
+   * client or is settled: no answer is served without a committed hold. What an early start risks is an upstream
+   * call cut short when another process spent the balance meanwhile; what it saves is the commit's time (and, on
+   * PostgreSQL, its round trip) before the upstream call.
+   */
+  private async hold(req: ChatRequest, offers: Offer[], ctx: CallContext): Promise<{ hold: Hold; call: CallContext }> {
     if (ctx.principal.admin) throw forbidden('The admin credential has no balance; call with an API key.');
     const amount = Math.max(0, ...offers.map((o) => worstCaseNano(o, req, this.d.config.priceMarkup)));
     const id = newHoldId();
     const ttl = this.d.config.upstreamTotalTimeoutMs + 60_000;
-    if (!(await this.d.store.credits.hold(ctx.principal.userId, id, amount, ttl))) {
-      const balance = await this.d.store.credits.balance(ctx.principal.userId);
+    const { credits } = this.d.store;
+    const userId = ctx.principal.userId;
+    const early = credits.likelyCovers(userId, amount);
+    const committed = credits.hold(userId, id, amount, ttl).then(async (ok) => {
+      if (ok) return;
+      const balance = await credits.balance(userId);
       throw insufficientCredits(`Insufficient credits: this request may cost up to $${nanoToUsd(amount).toFixed(6)} and the balance is $${nanoToUsd(balance).toFixed(6)}. Lower max_tokens or add credits.`);
+    });
+    if (!early) {
+      await committed;
+      return { hold: { id, amount, committed }, call: ctx };
     }
-    return { id, amount };
+    const call = new Cancellation();
+    const onClientGone = () => call.abort(ctx.signal.reason);
+    if (ctx.signal.aborted) onClientGone();
+    else ctx.signal.addEventListener('abort', onClientGone, { once: true });
+    committed.catch(() => call.abort()); // refused (or the store failed): the call started early stops
+    return { hold: { id, amount, committed }, call: { ...ctx, signal: call.signal } };
   }
 
   /**
@@ -229,14 +258,16 @@ export class ChatEngine {
 
   async complete(req: ChatRequest, ctx: CallContext): Promise<{ result: ChatResult; served: Served }> {
     const offers = this.candidates(req, ctx.pinGateway);
-    const hold = await this.hold(req, offers, ctx);
+    const { hold, call } = await this.hold(req, offers, ctx);
     const started = Date.now();
     let got: Awaited<ReturnType<typeof this.tryCandidates<ChatResult>>>;
     try {
-      got = await this.tryCandidates(offers, ctx, (offer, target) => this.d.providers[offer.gateway].chat({ ...req, stream: false }, target, ctx.signal));
+      got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat({ ...req, stream: false }, target, call.signal));
     } catch (err) {
+      await hold.committed; // a refused hold is the answer (its 402), not the failure of the call it stopped
       return this.fail(ctx, req, hold.id, undefined, err, started);
     }
+    await hold.committed;
     const { value: result, offer, attempts, startedAt } = got;
     const latencyMs = Date.now() - started;
     await this.observe(offer, true, 'success', Date.now() - startedAt, null);
@@ -257,20 +288,21 @@ export class ChatEngine {
    */
   async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined }> {
     const offers = this.candidates(req, ctx.pinGateway);
-    const hold = await this.hold(req, offers, ctx);
+    const { hold, call } = await this.hold(req, offers, ctx);
     const started = Date.now();
     const idleMs = this.d.config.upstreamFirstByteTimeoutMs;
     type Opened = { it: AsyncIterator<StreamEvent>; first: IteratorResult<StreamEvent>; watch: IdleWatch };
     let got: Awaited<ReturnType<typeof this.tryCandidates<Opened>>>;
     try {
-      got = await this.tryCandidates(offers, ctx, async (offer, target) => {
-        // The attempt's own abort, for a stalled upstream (IdleWatch); the client's abort ends it too (linked by
-        // hand: AbortSignal.any takes only real AbortSignals, and the client's is a Cancellation).
+      got = await this.tryCandidates(offers, call, async (offer, target) => {
+        // The attempt's own abort, for a stalled upstream (IdleWatch); the call's abort (the client left, the hold
+        // was refused) ends it too (linked by hand: AbortSignal.any takes only real AbortSignals, and the call's
+        // is a Cancellation).
         const attempt = new Cancellation();
-        const onClientGone = () => attempt.abort(ctx.signal.reason);
-        if (ctx.signal.aborted) onClientGone();
-        else ctx.signal.addEventListener('abort', onClientGone, { once: true });
-        const watch = new IdleWatch(idleMs, () => attempt.abort(), () => ctx.signal.removeEventListener('abort', onClientGone));
+        const onCallAborted = () => attempt.abort(call.signal.reason);
+        if (call.signal.aborted) onCallAborted();
+        else call.signal.addEventListener('abort', onCallAborted, { once: true });
+        const watch = new IdleWatch(idleMs, () => attempt.abort(), () => call.signal.removeEventListener('abort', onCallAborted));
         try {
           const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, attempt.signal);
           const it = upstream[Symbol.asyncIterator]();
@@ -281,7 +313,15 @@ export class ChatEngine {
         }
       });
     } catch (err) {
+      await hold.committed;
       return this.fail(ctx, req, hold.id, undefined, err, started);
+    }
+    try {
+      await hold.committed;
+    } catch (err) {
+      got.value.watch.stop();
+      await got.value.it.return?.().catch(() => undefined);
+      throw err;
     }
     const { offer, attempts, startedAt } = got;
     const ttftMs = Date.now() - started;

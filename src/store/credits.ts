@@ -60,11 +60,45 @@ export function newHoldId(): string {
 export class CreditRepo {
   private instanceId: string | null = null;
   private readonly rowLocks: boolean;
+  /**
+   * Per user: the balance this process's last hold or settle left (NaN after a refused hold) and the amounts it
+   * has asked to hold since, not yet committed. A hint for `likelyCovers`, never the authority: the conditional
+   * debit of `hold` is. Other processes' writes show up at this process's next write for the user.
+   */
+  private readonly seen = new Map<number, { balance: number; pending: number }>();
 
   /** `batch` on SQLite, `pg` on PostgreSQL: the group commits of hold and settle. */
   constructor(private readonly db: Kysely<Database>, private readonly batch: SqliteWriteBatch | undefined, private readonly pg?: PgCredits) {
     // PostgreSQL needs `select … for update`; SQLite serialises writers already.
     this.rowLocks = !batch;
+    if (pg) pg.onBalance = (userId, balance) => this.saw(userId, balance);
+  }
+
+  /**
+   * Whether a hold of `amountNano` is all but sure to succeed: the balance this process last saw for the user,
+   * less what it has asked to hold since, covers the amount twice over. False when it has seen nothing yet. The
+   * chat engine then calls the upstream while the hold commits (src/engine/chat.ts).
+   */
+  likelyCovers(userId: number, amountNano: number): boolean {
+    const s = this.seen.get(userId);
+    return s !== undefined && s.balance - s.pending >= 2 * amountNano;
+  }
+
+  private saw(userId: number, balance: number): void {
+    const s = this.seen.get(userId);
+    if (s) s.balance = balance;
+  }
+
+  /** The user's entry, with `amountNano` more pending until the returned function is called. */
+  private pending(userId: number, amountNano: number): () => void {
+    let s = this.seen.get(userId);
+    if (!s) {
+      if (this.seen.size >= 100_000) this.seen.clear(); // a cache: bounded
+      this.seen.set(userId, (s = { balance: NaN, pending: 0 }));
+    }
+    const entry = s;
+    entry.pending += amountNano;
+    return () => { entry.pending -= amountNano; };
   }
 
   /**
@@ -105,18 +139,20 @@ export class CreditRepo {
   /** Holds `amountNano` for a request; false when the balance cannot cover it. */
   async hold(userId: number, holdId: string, amountNano: number, ttlMs: number): Promise<boolean> {
     const { batch, instanceId } = this;
-    if (!batch) return this.pg!.hold(userId, holdId, amountNano, ttlMs, instanceId);
+    const done = this.pending(userId, amountNano);
+    if (!batch) return this.pg!.hold(userId, holdId, amountNano, ttlMs, instanceId).finally(done);
     const at = now();
     const t = Date.now();
     return batch.run(() => {
-      const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ?')
-        .run(amountNano, at, userId, amountNano);
-      if (debited.changes === 0) return false;
+      const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ? returning balance_nano')
+        .get(amountNano, at, userId, amountNano) as { balance_nano: number } | undefined;
+      this.saw(userId, debited ? Number(debited.balance_nano) : NaN);
+      if (!debited) return false;
       batch.statement('insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ?)')
         .run(holdId, userId, amountNano, t, t + ttlMs, instanceId);
       batch.statement(INSERT_LEDGER).run(userId, -amountNano, 'hold', holdId, at);
       return true;
-    });
+    }).finally(done);
   }
 
   /**
@@ -140,7 +176,9 @@ export class CreditRepo {
         delta = -Math.min(-delta, Number(row?.balance_nano ?? 0));
       }
       if (delta !== 0) {
-        batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ?').run(delta, at, userId);
+        const after = batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ? returning balance_nano')
+          .get(delta, at, userId) as { balance_nano: number } | undefined;
+        if (after) this.saw(userId, Number(after.balance_nano));
         batch.statement(INSERT_LEDGER).run(userId, delta, kind, holdId, at);
       }
       return held - delta;

@@ -42,7 +42,7 @@ const now = () => new Date().toISOString();
 /** The hold in one statement: the conditional debit, the hold row and its ledger row, all or nothing. */
 const HOLD_ONE = `with debit as (
     update credit_balances set balance_nano = balance_nano - $1::bigint, updated_at = $2
-    where user_id = $3 and balance_nano >= $1::bigint returning user_id
+    where user_id = $3 and balance_nano >= $1::bigint returning user_id, balance_nano
   ), hold as (
     insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
     select $4, user_id, $1::bigint, $5, $6, null, $7 from debit
@@ -50,7 +50,7 @@ const HOLD_ONE = `with debit as (
     insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
     select user_id, -$1::bigint, 'hold', $4, $2 from debit
   )
-  select count(*)::int as n from debit`;
+  select count(*)::int as n, max(balance_nano) as balance from debit`;
 
 /**
  * The settle in one statement: claim the open hold, lock the balance, give back (or take, never below zero) the
@@ -61,7 +61,7 @@ const SETTLE_ONE = `with claimed as (
   ), cur as (
     select b.user_id, b.balance_nano, c.amount_nano from credit_balances b join claimed c on c.user_id = b.user_id for update of b
   ), delta as (
-    select user_id, amount_nano,
+    select user_id, amount_nano, balance_nano,
       case when amount_nano >= $3::bigint then amount_nano - $3::bigint else -least($3::bigint - amount_nano, balance_nano) end as d
     from cur
   ), applied as (
@@ -71,11 +71,14 @@ const SETTLE_ONE = `with claimed as (
     insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
     select user_id, d, $5, $2, $4 from delta where d <> 0
   )
-  select amount_nano - d as charged from delta`;
+  select amount_nano - d as charged, user_id, balance_nano + d as balance from delta`;
 
 export class PgCredits {
   private queue: Op[] = [];
   private running = false;
+
+  /** Told each balance a committed write left (a hint for CreditRepo.likelyCovers). */
+  onBalance: ((userId: number, balance: number) => void) | undefined;
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -126,10 +129,13 @@ export class PgCredits {
       if (op.kind === 'hold') {
         const { rows } = await this.pool.query({ name: 'gw_hold_one', text: HOLD_ONE,
           values: [op.amount, at, op.userId, op.holdId, op.createdAt, op.expiresAt, op.instanceId] });
-        op.resolve(Number(rows[0]?.n ?? 0) > 0);
+        const held = Number(rows[0]?.n ?? 0) > 0;
+        this.onBalance?.(op.userId, held ? Number(rows[0].balance) : NaN);
+        op.resolve(held);
       } else {
         const { rows } = await this.pool.query({ name: 'gw_settle_one', text: SETTLE_ONE,
           values: [Date.now(), op.holdId, op.actual, at, op.actual === 0 ? 'release' : 'settle'] });
+        if (rows.length) this.onBalance?.(Number(rows[0].user_id), Number(rows[0].balance));
         op.resolve(rows.length ? Number(rows[0].charged) : 0);
       }
     } catch (err) {
@@ -216,6 +222,7 @@ export class PgCredits {
             from unnest($1::bigint[], $2::bigint[]) as v(user_id, balance) where b.user_id = v.user_id` });
       }
       await client.query('commit');
+      if (this.onBalance) for (const [userId, b] of balance) this.onBalance(userId, b);
       return results;
     } catch (err) {
       await client.query('rollback').catch(() => { broken = true; });

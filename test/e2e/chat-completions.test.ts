@@ -179,6 +179,41 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(sim.calls).to.have.length(0);
   });
 
+  it('a hold committed alongside the upstream call and refused: the call is cut short, 402, nothing held, spent or recorded', async () => {
+    for (const stream of [false, true]) {
+      const k = await gateway.newKey(1, `early-${stream}`);
+      // A served request: the gateway has seen this key's balance (~$1), far over the worst case of the next one.
+      await client(k.key).chat.completions.create({ model: 'test/echo', messages: [{ role: 'user', content: 'hello' }] });
+      expect(gateway.store.credits.likelyCovers(k.userId, 1_000_000)).to.equal(true);
+      // Spent where this gateway does not see it (an admin adjustment, another instance): 1,000 nano-USD left.
+      await gateway.store.credits.grant(k.userId, 1000 - (await gateway.store.credits.balance(k.userId)));
+      const rowsBefore = (await recordedUsage(gateway, k.userId)).length;
+      sim.reset();
+      // The database is kept busy for 300 ms (a transaction holds the connection), so the hold's commit waits
+      // and the upstream call, started early, is seen to arrive before the refusal.
+      const busy = (ms: number) => gateway.store.db.transaction().execute(() => new Promise((r) => setTimeout(r, ms)));
+      const t0 = Date.now();
+      const db = busy(300);
+      const err = await client(k.key).chat.completions.create({ model: 'test/slow', stream, messages: [{ role: 'user', content: 'hello' }] }).catch((e) => e);
+      await db;
+      expect(err.status, `stream: ${stream}`).to.equal(402);
+      expect(err.message).to.contain('Insufficient credits');
+      // The upstream call had started (test/slow answers after 2 s) and was cut short when the hold was refused.
+      expect(sim.calls).to.have.length(1);
+      expect(Date.now() - t0).to.be.below(1500);
+      expect(await gateway.store.credits.balance(k.userId)).to.equal(1000);
+      expect(await gateway.store.credits.openHolds(k.userId)).to.equal(0);
+      expect(await gateway.store.credits.ledgerSum(k.userId)).to.equal(1000);
+      expect(await recordedUsage(gateway, k.userId)).to.have.length(rowsBefore);
+      // After a refusal nothing is trusted: the next request's hold is committed before any upstream call.
+      const db2 = busy(300);
+      const again = await client(k.key).chat.completions.create({ model: 'test/slow', stream, messages: [{ role: 'user', content: 'hello' }] }).catch((e) => e);
+      await db2;
+      expect(again.status).to.equal(402);
+      expect(sim.calls).to.have.length(1);
+    }
+  });
+
   it('an upstream that breaks mid-stream ends in an error the SDK raises; usage says so; nothing charged', async () => {
     const before = await gateway.store.credits.balance(userId);
     const stream = await client().chat.completions.create({ model: 'test/break', messages: [{ role: 'user', content: 'x' }], stream: true });

@@ -62,6 +62,32 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.openHolds(uid)).to.equal(0);
     });
 
+    it('credits: likelyCovers trusts the balance this process\'s last hold or settle left, less what is pending', async () => {
+      const uid = await store.keys.createUser('erin');
+      await store.credits.grant(uid, 1000);
+      expect(store.credits.likelyCovers(uid, 1)).to.equal(false); // nothing seen yet
+      expect(await store.credits.hold(uid, `e1-${uid}`, 100, 60_000)).to.equal(true); // 900 left
+      expect(store.credits.likelyCovers(uid, 450)).to.equal(true); // covered twice over
+      expect(store.credits.likelyCovers(uid, 451)).to.equal(false);
+      const pending = store.credits.hold(uid, `e2-${uid}`, 300, 60_000); // asked for, not yet committed
+      expect(store.credits.likelyCovers(uid, 300)).to.equal(true); // 900 - 300
+      expect(store.credits.likelyCovers(uid, 301)).to.equal(false);
+      expect(await pending).to.equal(true); // 600 left
+      expect(store.credits.likelyCovers(uid, 301)).to.equal(false);
+      expect(await store.credits.settle(`e1-${uid}`, 40)).to.equal(40); // 60 back: 660
+      expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
+      expect(store.credits.likelyCovers(uid, 331)).to.equal(false);
+      // spent elsewhere (another process, an admin adjustment): unseen until this process's next write for the user
+      expect(await store.credits.grant(uid, -600)).to.equal(60);
+      expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
+      expect(await store.credits.hold(uid, `e3-${uid}`, 100, 60_000)).to.equal(false); // the debit is the authority
+      expect(store.credits.likelyCovers(uid, 1)).to.equal(false); // and after a refusal nothing is trusted
+      expect(await store.credits.release(`e2-${uid}`)).to.equal(0); // 300 back: 360
+      expect(store.credits.likelyCovers(uid, 180)).to.equal(true);
+      expect(store.credits.likelyCovers(uid, 181)).to.equal(false);
+      expect(await store.credits.ledgerSum(uid)).to.equal(await store.credits.balance(uid));
+    });
+
     it('credits: a real cost above the hold takes the excess, never below zero', async () => {
       const uid = await store.keys.createUser('carol');
       await store.credits.grant(uid, 1000);
