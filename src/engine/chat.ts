@@ -304,7 +304,8 @@ export class ChatEngine {
         else call.signal.addEventListener('abort', onCallAborted, { once: true });
         const watch = new IdleWatch(idleMs, () => attempt.abort(), () => call.signal.removeEventListener('abort', onCallAborted));
         try {
-          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true }, target, attempt.signal);
+          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true },
+            { ...target, timeouts: { ...target.timeouts, bodyIdleMs: idleMs + 1000 } }, attempt.signal);
           const it = upstream[Symbol.asyncIterator]();
           return { it, first: await watch.next(it), watch };
         } catch (err) {
@@ -383,23 +384,21 @@ function withoutKey(e: UpstreamError, apiKey: string): UpstreamError {
 /**
  * The idle limit of one upstream stream: `next(it)` is the iterator's next event, or an UpstreamError('timeout')
  * when no event came for `ms` since the last one. An upstream that stalls, or dribbles bytes that never make an
- * event (slow loris), is cut off instead of holding the client and its credits until the total timeout;
- * `onTimeout` aborts the upstream request. Time spent writing to a slow client does not count. One timer per
- * stream, re-armed only when it fires early (a timer per event cost more than forwarding the event).
+ * event (slow loris), is cut off instead of holding the client and its credits until the total timeout:
+ * `onTimeout` aborts the upstream request, which ends the iterator's pending read with an error, reported as the
+ * timeout. Time spent writing to a slow client does not count. One timer per stream, re-armed only when it fires
+ * early (a timer per event cost more than forwarding the event), and nothing raced per event (a `Promise.race`
+ * against a timeout promise cost more than the async steps of the event itself).
  */
 class IdleWatch {
   /** When the current wait for an event began; null while no `next` is waiting (the client is being written to). */
   private waitingSince: number | null = null;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly expired: Promise<never>;
-  private fail!: (err: UpstreamError) => void;
+  private timedOut = false;
 
   /** `onStop`: runs once when the watch stops (the attempt is over: its links to other signals go). */
-  constructor(private readonly ms: number, private readonly onTimeout: () => void, private readonly onStop?: () => void) {
-    this.expired = new Promise<never>((_, reject) => { this.fail = reject; });
-    this.expired.catch(() => undefined); // handled by the `next` racing it
-  }
+  constructor(private readonly ms: number, private readonly onTimeout: () => void, private readonly onStop?: () => void) {}
 
   /** Armed while a wait is on; when it fires early it re-arms for the rest, or stays off until the next wait. */
   private arm(delay: number): void {
@@ -408,23 +407,28 @@ class IdleWatch {
       if (this.waitingSince === null || this.stopped) return;
       const waited = performance.now() - this.waitingSince;
       if (waited < this.ms) return this.arm(this.ms - waited);
+      this.timedOut = true;
       this.onTimeout();
-      this.fail(new UpstreamError('timeout', `upstream sent no stream event for ${this.ms} ms`));
     }, delay);
   }
 
   async next<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
+    if (this.timedOut) throw this.timeout();
     this.waitingSince = performance.now();
     if (!this.timer && !this.stopped) this.arm(this.ms);
-    const pending = it.next();
     try {
-      return await Promise.race([pending, this.expired]);
+      const step = await it.next();
+      if (this.timedOut) throw this.timeout(); // an iterator that ended quietly on the abort
+      return step;
     } catch (err) {
-      pending.catch(() => undefined); // it rejects after the abort; the timeout already reported it
-      throw err;
+      throw this.timedOut ? this.timeout() : err;
     } finally {
       this.waitingSince = null;
     }
+  }
+
+  private timeout(): UpstreamError {
+    return new UpstreamError('timeout', `upstream sent no stream event for ${this.ms} ms`);
   }
 
   stop(): void {

@@ -11,6 +11,11 @@ export interface Timeouts {
   connectMs: number;
   firstByteMs: number;
   totalMs: number;
+  /**
+   * The longest quiet spell inside the body (undici's body timeout); `firstByteMs` when not set. A stream's idle
+   * limit is the chat engine's (its IdleWatch reports it as such): it sets this a second later, as a backstop.
+   */
+  bodyIdleMs?: number;
 }
 
 const agents = new Map<number, Agent>();
@@ -82,7 +87,7 @@ export async function send(
       signal: ac.signal,
       dispatcher: agentFor(init.timeouts.connectMs),
       headersTimeout: init.timeouts.firstByteMs,
-      bodyTimeout: init.timeouts.firstByteMs,
+      bodyTimeout: init.timeouts.bodyIdleMs ?? init.timeouts.firstByteMs,
     });
   } catch (err) {
     release();

@@ -28,7 +28,8 @@ describe('e2e: upstream faults survived', function () {
     const closed = `http://127.0.0.1:${await freePort()}/v1`; // nothing listens: connection refused
     const up = `${sim.url}/v1`;
     const catalog = fixtureCatalog({
-      gateways: [{ ...gw('openai'), url: up }, { ...gw('groq'), url: up }, { ...gw('together'), url: closed }],
+      gateways: [{ ...gw('openai'), url: up }, { ...gw('groq'), url: up }, { ...gw('together'), url: closed },
+        { ...gw('anthropic', 'anthropic'), url: sim.url }, { ...gw('google', 'gemini'), url: sim.url }],
       offers: [
         offer('openai', 'sim/hang', 'f/hang'),
         offer('together', 'sim/echo', 'f/refused'),
@@ -44,6 +45,8 @@ describe('e2e: upstream faults survived', function () {
         offer('groq', 'sim/error-503', 'f/500-failover'), offer('openai', 'sim/flaky-1', 'f/500-failover'),
         offer('openai', 'sim/dribble-40ms', 'f/loris'),
         offer('openai', 'sim/drip-2500ms', 'f/stall'),
+        offer('anthropic', 'sim/drip-2500ms', 'f/stall-anthropic'),
+        offer('google', 'models/sim/drip-2500ms', 'f/stall-gemini'),
       ],
     });
     gateway = await startTestGateway({
@@ -214,13 +217,17 @@ describe('e2e: upstream faults survived', function () {
     await settled();
   });
 
-  it('a stream that stalls after its first events: an error event at the idle timeout, usage says timeout', async () => {
-    const { res, events, rows } = await chat('f/stall', true);
-    expect(res.status).to.equal(200);
-    const last = JSON.parse(events.at(-1)!);
-    expect(last.error).to.include({ code: 'upstream_timeout' });
-    expect(last.error.message).to.contain('no stream event for 700 ms');
-    failedRow(rows, 'timeout', 'timeout', 504);
+  it('a stream that stalls after its first events: an error event at the idle timeout, usage says timeout (OpenAI, Anthropic and Gemini upstreams)', async () => {
+    for (const model of ['f/stall', 'f/stall-anthropic', 'f/stall-gemini']) {
+      const t0 = Date.now();
+      const { res, events, rows } = await chat(model, true);
+      expect(res.status, model).to.equal(200);
+      const last = JSON.parse(events.at(-1)!);
+      expect(last.error, model).to.include({ code: 'upstream_timeout' });
+      expect(last.error.message).to.contain('no stream event for 700 ms');
+      expect(Date.now() - t0, model).to.be.below(2000); // cut at the idle limit, not at the simulator's next piece
+      failedRow(rows, 'timeout', 'timeout', 504);
+    }
     await settled();
   });
 });
