@@ -61,9 +61,9 @@ export class CreditRepo {
   private instanceId: string | null = null;
   private readonly rowLocks: boolean;
   /**
-   * Per user: the balance this process's last hold or settle left (NaN after a refused hold) and the amounts it
-   * has asked to hold since, not yet committed. A hint for `likelyCovers`, never the authority: the conditional
-   * debit of `hold` is. Other processes' writes show up at this process's next write for the user.
+   * Per user: the balance this process's last hold, settle or grant left (NaN after a refused hold) and the
+   * amounts it has asked to hold since, not yet committed. A hint for `likelyCovers`, never the authority: the
+   * conditional debit of `hold` is. Other processes' writes show up at this process's next write for the user.
    */
   private readonly seen = new Map<number, { balance: number; pending: number }>();
 
@@ -132,6 +132,7 @@ export class CreditRepo {
       const current = await lockBalance(trx, userId, this.rowLocks);
       const delta = amountNano >= 0 ? amountNano : -Math.min(-amountNano, current);
       await applyDelta(trx, userId, delta, amountNano >= 0 ? 'grant' : 'adjust', reference);
+      this.saw(userId, current + delta);
       return current + delta;
     });
   }

@@ -62,7 +62,7 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.openHolds(uid)).to.equal(0);
     });
 
-    it('credits: likelyCovers trusts the balance this process\'s last hold or settle left, less what is pending', async () => {
+    it('credits: likelyCovers trusts the balance this process\'s last hold, settle or grant left, less what is pending', async () => {
       const uid = await store.keys.createUser('erin');
       await store.credits.grant(uid, 1000);
       expect(store.credits.likelyCovers(uid, 1)).to.equal(false); // nothing seen yet
@@ -77,8 +77,8 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.settle(`e1-${uid}`, 40)).to.equal(40); // 60 back: 660
       expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
       expect(store.credits.likelyCovers(uid, 331)).to.equal(false);
-      // spent elsewhere (another process, an admin adjustment): unseen until this process's next write for the user
-      expect(await store.credits.grant(uid, -600)).to.equal(60);
+      // spent by another process: unseen until this process's next write for the user
+      await spentElsewhere(uid, 600); // 60 left
       expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
       expect(await store.credits.hold(uid, `e3-${uid}`, 100, 60_000)).to.equal(false); // the debit is the authority
       expect(store.credits.likelyCovers(uid, 1)).to.equal(false); // and after a refusal nothing is trusted
@@ -86,7 +86,20 @@ for (const dialect of DIALECTS) {
       expect(store.credits.likelyCovers(uid, 180)).to.equal(true);
       expect(store.credits.likelyCovers(uid, 181)).to.equal(false);
       expect(await store.credits.ledgerSum(uid)).to.equal(await store.credits.balance(uid));
+      // this process's own grants and adjustments are seen at once
+      expect(await store.credits.grant(uid, 1000)).to.equal(1360);
+      expect(store.credits.likelyCovers(uid, 680)).to.equal(true);
+      expect(await store.credits.grant(uid, -1300)).to.equal(60);
+      expect(store.credits.likelyCovers(uid, 31)).to.equal(false);
     });
+
+    /** Another process's debit of `nano` (balance and ledger row in one transaction), past this store's hint. */
+    async function spentElsewhere(userId: number, nano: number) {
+      await store.db.transaction().execute(async (trx) => {
+        await trx.updateTable('credit_balances').set((eb) => ({ balance_nano: eb('balance_nano', '-', nano) })).where('user_id', '=', userId).execute();
+        await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: -nano, kind: 'adjust', reference: 'elsewhere', created_at: new Date().toISOString() }).execute();
+      });
+    }
 
     it('credits: a real cost above the hold takes the excess, never below zero', async () => {
       const uid = await store.keys.createUser('carol');
