@@ -159,18 +159,19 @@ export async function openStreams(url: string, key: string, pid: number, n: numb
 }
 
 /**
- * The RSS of a process left without traffic for `secs`: sampled every second, the last sample (and the lowest
- * seen, for the record).
+ * The RSS of a process left without traffic for `secs`: sampled every second, the last sample, the RSS when the
+ * quiet began, and after how many seconds the RSS first came within 5 % of the last sample (when V8's memory
+ * reducer gave the heap back).
  */
-export async function settleRss(pid: number, secs: number): Promise<{ settledMb: number; settledMinMb: number }> {
-  let last = rssOf(pid);
-  let min = last;
+export async function settleRss(pid: number, secs: number): Promise<{ settledMb: number; quietStartMb: number; settledAfterS: number }> {
+  const samples = [rssOf(pid)];
   for (let i = 0; i < secs; i++) {
     await new Promise((r) => setTimeout(r, 1000));
-    last = rssOf(pid);
-    min = Math.min(min, last);
+    samples.push(rssOf(pid));
   }
-  return { settledMb: round(last / 2 ** 20, 1), settledMinMb: round(min / 2 ** 20, 1) };
+  const last = samples[samples.length - 1];
+  const after = samples.findIndex((v, i) => samples.slice(i).every((w) => w <= last * 1.05));
+  return { settledMb: round(last / 2 ** 20, 1), quietStartMb: round(samples[0] / 2 ** 20, 1), settledAfterS: after };
 }
 
 /** Starts the gateway (dist/main.js, what `npm start` runs) with a funded key; `nodeArgs` e.g. `--cpu-prof`. */

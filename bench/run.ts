@@ -7,7 +7,8 @@
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total, with the chunks sent as fast
  *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
- *      10 ms apart as a model writes (paced: the latency a reader sees);
+ *      10 ms apart as a model writes (paced: the latency a reader sees); and one stream at a time (the time to
+ *      first byte with nothing else running: the gateway's own path to the first byte);
  *   4. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
  *      load phases (once V8's memory reducer ran), and on a freshly started gateway 1,000 concurrent open streams:
  *      its peak RSS and RSS per stream.
@@ -46,9 +47,11 @@ async function main() {
   const secs = QUICK ? 3 : 5;
   const streams = QUICK ? 200 : 400;
   const paced = QUICK ? 96 : 320; // ~0.2 s each, 16 at a time
+  const single = QUICK ? 100 : 400; // one at a time, ~1-2 ms each
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
-  const settleSecs = 60; // the memory reducer ran 30–45 s after the last request in measurements here
+  // V8's memory reducer gave the heap back 30-70 s after the last request in measurements here
+  const settleSecs = QUICK ? 60 : 120;
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
@@ -76,11 +79,12 @@ async function main() {
     log(`${label}: warming up`);
     for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
     for (let i = 0; i < rounds; i++) {
-      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst and paced (direct, bare proxy, gateway)`);
+      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst, paced and one at a time (direct, bare proxy, gateway)`);
       for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
       for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
       for (const [who, url, key] of targets) push(who, 'paced', await streaming(url, key, 16, paced, PACED_MODEL));
+      for (const [who, url, key] of targets) push(who, 'single', await streaming(url, key, 1, single));
     }
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
     // (30–45 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
@@ -94,7 +98,7 @@ async function main() {
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled };
     fresh.stop();
-    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream), paced: medianOf(runs[who].paced) });
+    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream), paced: medianOf(runs[who].paced), single: medianOf(runs[who].single) });
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
     results.direct ??= results[label].direct;
@@ -115,6 +119,8 @@ async function main() {
   add('stream paced TTFB p50 ms', (x) => String(x.paced.ttfbP50));
   add('stream paced total p50 ms', (x) => String(x.paced.totalP50));
   add('stream paced errors', (x) => String(x.paced.errors));
+  add('stream c=1 TTFB p50 ms', (x) => String(x.single.ttfbP50));
+  add('stream c=1 total p50 ms', (x) => String(x.single.totalP50));
   const derived: Record<string, any> = {};
   for (const [l] of dbs) {
     const g = results[l];
@@ -127,7 +133,9 @@ async function main() {
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
-      rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
+      added_ttfb_c1_p50_ms: round(g.single.ttfbP50 - g.direct.single.ttfbP50, 3),
+      bare_added_ttfb_c1_p50_ms: round(g.bare.single.ttfbP50 - g.direct.single.ttfbP50, 3),
+      rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_when_load_ended_mb: g.memory.quietStartMb, idle_rss_settled_after_s: g.memory.settledAfterS, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }
   results.derived = derived;
