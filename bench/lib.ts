@@ -170,7 +170,8 @@ export async function settleRss(pid: number, secs: number): Promise<{ settledMb:
     samples.push(rssOf(pid));
   }
   const last = samples[samples.length - 1];
-  const after = samples.findIndex((v, i) => samples.slice(i).every((w) => w <= last * 1.05));
+  let after = samples.length - 1;
+  while (after > 0 && samples[after - 1] <= last * 1.05) after--;
   return { settledMb: round(last / 2 ** 20, 1), quietStartMb: round(samples[0] / 2 ** 20, 1), settledAfterS: after };
 }
 

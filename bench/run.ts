@@ -87,7 +87,7 @@ async function main() {
       for (const [who, url, key] of targets) push(who, 'single', await streaming(url, key, 1, single));
     }
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
-    // (30–45 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
+    // (30–70 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
     log(`${label}: ${settleSecs} s without traffic (RSS of the idle gateway after the load)`);
     const settled = await settleRss(gw.pid, settleSecs);
     gw.stop();

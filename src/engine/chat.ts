@@ -48,7 +48,6 @@ export interface CallContext {
 /** A request's credit hold; `committed` resolves once it is committed and rejects (402) if it was refused. */
 interface Hold {
   id: string;
-  amount: number;
   committed: Promise<void>;
 }
 
@@ -153,14 +152,14 @@ export class ChatEngine {
     });
     if (!early) {
       await committed;
-      return { hold: { id, amount, committed }, call: ctx };
+      return { hold: { id, committed }, call: ctx };
     }
     const call = new Cancellation();
     const onClientGone = () => call.abort(ctx.signal.reason);
     if (ctx.signal.aborted) onClientGone();
     else ctx.signal.addEventListener('abort', onClientGone, { once: true });
     committed.catch(() => call.abort()); // refused (or the store failed): the call started early stops
-    return { hold: { id, amount, committed }, call: { ...ctx, signal: call.signal } };
+    return { hold: { id, committed }, call: { ...ctx, signal: call.signal } };
   }
 
   /**

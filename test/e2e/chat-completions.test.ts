@@ -12,6 +12,7 @@ import { startSimulator, type Simulator } from '../support/simulator.js';
 import { fixtureCatalog, gw, offer } from '../support/catalog.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
 import { usageRows as recordedUsage } from '../support/e2e.js';
+import { spendElsewhere } from '../support/db.js';
 
 const NANO = 1e9;
 
@@ -186,11 +187,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
       await client(k.key).chat.completions.create({ model: 'test/echo', messages: [{ role: 'user', content: 'hello' }] });
       expect(gateway.store.credits.likelyCovers(k.userId, 1_000_000)).to.equal(true);
       // Spent where this gateway does not see it (another instance): 1,000 nano-USD left.
-      const spent = (await gateway.store.credits.balance(k.userId)) - 1000;
-      await gateway.store.db.transaction().execute(async (trx) => {
-        await trx.updateTable('credit_balances').set({ balance_nano: 1000 }).where('user_id', '=', k.userId).execute();
-        await trx.insertInto('credit_ledger').values({ user_id: k.userId, delta_nano: -spent, kind: 'adjust', reference: 'elsewhere', created_at: new Date().toISOString() }).execute();
-      });
+      await spendElsewhere(gateway.store, k.userId, (await gateway.store.credits.balance(k.userId)) - 1000);
       const rowsBefore = (await recordedUsage(gateway, k.userId)).length;
       sim.reset();
       // The database is kept busy for 300 ms (a transaction holds the connection), so the hold's commit waits

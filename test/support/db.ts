@@ -9,6 +9,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.js';
+import type { Store } from '../../src/store/index.js';
 
 export const PG_URL = process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -63,4 +64,15 @@ export type TestDialect = (typeof DIALECTS)[number];
 
 export function configFor(d: TestDialect): DatabaseConfig {
   return d === 'sqlite' ? sqliteConfig() : postgresConfig();
+}
+
+/**
+ * Another process's debit of `nano` from a user (balance and ledger row in one transaction, so the ledger still
+ * equals the balance), written past this store's own balance hint (CreditRepo.likelyCovers).
+ */
+export async function spendElsewhere(store: Store, userId: number, nano: number): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    await trx.updateTable('credit_balances').set((eb) => ({ balance_nano: eb('balance_nano', '-', nano) })).where('user_id', '=', userId).execute();
+    await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: -nano, kind: 'adjust', reference: 'elsewhere', created_at: new Date().toISOString() }).execute();
+  });
 }

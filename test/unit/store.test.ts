@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import crypto from 'node:crypto';
 import { openStore, type Store } from '../../src/store/index.js';
 import { newHoldId, usdToNano } from '../../src/store/credits.js';
-import { configFor, postgresAvailable, DIALECTS } from '../support/db.js';
+import { configFor, postgresAvailable, spendElsewhere, DIALECTS } from '../support/db.js';
 
 describe('hold ids', () => {
   it('are UUIDv7: unique, in the order they were made (even within one millisecond), timestamped now', () => {
@@ -78,7 +78,7 @@ for (const dialect of DIALECTS) {
       expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
       expect(store.credits.likelyCovers(uid, 331)).to.equal(false);
       // spent by another process: unseen until this process's next write for the user
-      await spentElsewhere(uid, 600); // 60 left
+      await spendElsewhere(store, uid, 600); // 60 left
       expect(store.credits.likelyCovers(uid, 330)).to.equal(true);
       expect(await store.credits.hold(uid, `e3-${uid}`, 100, 60_000)).to.equal(false); // the debit is the authority
       expect(store.credits.likelyCovers(uid, 1)).to.equal(false); // and after a refusal nothing is trusted
@@ -92,14 +92,6 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.grant(uid, -1300)).to.equal(60);
       expect(store.credits.likelyCovers(uid, 31)).to.equal(false);
     });
-
-    /** Another process's debit of `nano` (balance and ledger row in one transaction), past this store's hint. */
-    async function spentElsewhere(userId: number, nano: number) {
-      await store.db.transaction().execute(async (trx) => {
-        await trx.updateTable('credit_balances').set((eb) => ({ balance_nano: eb('balance_nano', '-', nano) })).where('user_id', '=', userId).execute();
-        await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: -nano, kind: 'adjust', reference: 'elsewhere', created_at: new Date().toISOString() }).execute();
-      });
-    }
 
     it('credits: a real cost above the hold takes the excess, never below zero', async () => {
       const uid = await store.keys.createUser('carol');
