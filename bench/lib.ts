@@ -176,7 +176,7 @@ export async function settleRss(pid: number, secs: number): Promise<{ settledMb:
 }
 
 /** Starts the gateway (dist/main.js, what `npm start` runs) with a funded key; `nodeArgs` e.g. `--cpu-prof`. */
-export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = []) {
+export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
   const baseEnv = {
     DATA_DIR: dataDir, LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sim-key', OPENAI_BASE_URL: `${simUrl}/v1`,
@@ -186,7 +186,7 @@ export async function benchGateway(label: string, env: Record<string, string>, s
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
-  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.join(ROOT, 'dist/main.js')], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const gw = { child };
   const url = `http://127.0.0.1:${port}`;

@@ -26,7 +26,9 @@ function parseArgs(argv: string[]): { port: number; apiKey?: string } {
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const sim = await startSimulator(opts);
+  // A process serves until stopped (the benchmark sends it hundreds of thousands of requests): it keeps only the
+  // most recent calls.
+  const sim = await startSimulator({ ...opts, keepCalls: 1000 });
   process.stdout.write(`${sim.url}\n`);
   const stop = () => {
     sim.close().then(() => process.exit(0), () => process.exit(1));

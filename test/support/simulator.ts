@@ -93,13 +93,18 @@ export interface SimulatorOptions {
    * keeps its connection; with a delay it does not (test/e2e/upstream-reuse.test.ts).
    */
   streamEndDelayMs?: number;
+  /**
+   * Keep only the most recent this many calls in `calls` (a long-running simulator, e.g. the benchmark's upstream,
+   * would otherwise hold every request it ever served, and its garbage collection grows with them). Default: all.
+   */
+  keepCalls?: number;
 }
 
 export interface Simulator {
   /** `http://127.0.0.1:PORT`, no trailing slash. */
   url: string;
   port: number;
-  /** Every request received since start or reset(), in arrival order. */
+  /** Every request received since start or reset() (the most recent `keepCalls` of them), in arrival order. */
   calls: RecordedCall[];
   /** Forgets the recorded calls and the flaky counters. */
   reset(): void;
@@ -207,7 +212,9 @@ async function handle(state: SimState, closing: AbortSignal, req: http.IncomingM
   call.model = r?.model?.(sr);
   if (call.model !== undefined) call.model = normaliseModel(call.model);
   state.calls.push(call);
-  sr.seq = state.calls.length;
+  sr.seq = ++state.seq;
+  // Trimmed in steps (one splice per `keepCalls` calls), keeping the array's identity: callers may hold it.
+  if (state.keepCalls !== undefined && state.calls.length >= 2 * state.keepCalls) state.calls.splice(0, state.calls.length - state.keepCalls);
 
   if (!r) {
     const fmt: Format = url.pathname.startsWith('/v1beta') ? 'gemini' : 'openai';
@@ -219,7 +226,7 @@ async function handle(state: SimState, closing: AbortSignal, req: http.IncomingM
 }
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
-  const state: SimState = { apiKey: opts.apiKey, baseUrl: '', calls: [], flaky: new Map(), streamEndDelayMs: opts.streamEndDelayMs };
+  const state: SimState = { apiKey: opts.apiKey, baseUrl: '', calls: [], seq: 0, keepCalls: opts.keepCalls, flaky: new Map(), streamEndDelayMs: opts.streamEndDelayMs };
   const closing = new AbortController();
   const server = http.createServer((req, res) => {
     handle(state, closing.signal, req, res).catch((err: Error) => {
@@ -239,6 +246,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simul
     calls: state.calls,
     reset() {
       state.calls.length = 0; // keep the array identity: callers may hold `sim.calls`
+      state.seq = 0;
       state.flaky.clear();
     },
     async close() {

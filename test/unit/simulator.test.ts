@@ -50,6 +50,24 @@ describe('simulator: OpenAI format', () => {
     expect((await (await chat({ model: 'sim/echo' })).json()).id).to.equal('chatcmpl-sim-1');
   });
 
+  it('keeps only the most recent calls when told to, with ids still counting every call', async () => {
+    const small = await startSimulator({ keepCalls: 2 });
+    try {
+      const ids: string[] = [];
+      for (let i = 1; i <= 5; i++) {
+        const res = await postJson(`${small.url}/v1/chat/completions`, { model: 'sim/echo', messages: [{ role: 'user', content: `n${i}` }] });
+        ids.push((await res.json()).id);
+      }
+      expect(ids).to.deep.equal(['chatcmpl-sim-1', 'chatcmpl-sim-2', 'chatcmpl-sim-3', 'chatcmpl-sim-4', 'chatcmpl-sim-5']);
+      // trimmed back to 2 when it reached 4; the fifth call was added since
+      expect(small.calls.map((c) => c.body.messages[0].content)).to.deep.equal(['n3', 'n4', 'n5']);
+      small.reset();
+      expect((await (await postJson(`${small.url}/v1/chat/completions`, { model: 'sim/echo', messages: USER })).json()).id).to.equal('chatcmpl-sim-1');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('streams data: chunks with the role first, a finish chunk, a usage chunk and [DONE]', async () => {
     const res = await chat({ model: 'sim/echo', stream: true, stream_options: { include_usage: true } });
     expect(res.headers.get('content-type')).to.match(/^text\/event-stream/);

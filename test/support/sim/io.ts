@@ -37,6 +37,10 @@ export interface SimState {
   apiKey?: string;
   baseUrl: string;
   calls: RecordedCall[];
+  /** Calls since start or reset(): a call's `seq` (its ids, e.g. `chatcmpl-sim-<seq>`). */
+  seq: number;
+  /** SimulatorOptions.keepCalls. */
+  keepCalls?: number;
   /** Per model: calls seen since reset(), for `sim/flaky-K`. */
   flaky: Map<string, number>;
   /** Streams: ms between the last piece (the terminator) and the end of the HTTP body (SimulatorOptions). */
