@@ -39,6 +39,12 @@ describe('unit: SSE reader', () => {
     expect(await collect(['data: {"a":1}\n\ndata: {"partial"'])).to.deep.equal([{ event: undefined, data: '{"a":1}' }]);
   });
 
+  it('drops a byte-order mark at the start of the stream only, and replaces bytes that are not UTF-8', async () => {
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('data: a\n\ndata: \ufeffb '), 0xff, ...new TextEncoder().encode('\n\n')]);
+    const want = [{ event: undefined, data: 'a' }, { event: undefined, data: '\ufeffb \ufffd' }];
+    for (const size of [1, 2, 4, bytes.length]) expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(want);
+  });
+
   it('treats a lone CR as a line end', async () => {
     expect(await collect(['data: x\r\rdata: y\r', '\r'])).to.deep.equal([{ event: undefined, data: 'x' }, { event: undefined, data: 'y' }]);
   });
