@@ -175,7 +175,10 @@ export async function settleRss(pid: number, secs: number): Promise<{ settledMb:
   return { settledMb: round(last / 2 ** 20, 1), quietStartMb: round(samples[0] / 2 ** 20, 1), settledAfterS: after };
 }
 
-/** Starts the gateway (dist/main.js, what `npm start` runs) with a funded key; `nodeArgs` e.g. `--cpu-prof`. */
+/**
+ * Starts the gateway (`file`: dist/main.js, what `npm start` runs, unless another build is compared with it) with a
+ * funded key; `nodeArgs` e.g. `--cpu-prof`.
+ */
 export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js') {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
   const baseEnv = {

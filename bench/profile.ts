@@ -1,9 +1,10 @@
 /**
  * npm run bench:profile: where the gateway's CPU goes under load. Starts the simulator and the gateway (embedded
  * SQLite, or PostgreSQL with --postgres) under `node --cpu-prof`, drives non-streaming chat at concurrency 64
- * (--stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes), stops the gateway cleanly so the profile is written, and prints
- * self time by package/file and by function. The profile lands in bench/results/profile/ (open it in Chrome
- * DevTools for the call tree). Flags: --seconds N (default 10).
+ * (--stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes),
+ * stops the gateway cleanly so the profile is written, and prints self time by package/file and by function. The
+ * profile lands in bench/results/profile/ (open it in Chrome DevTools for the call tree). Flags: --seconds N
+ * (default 10).
  */
 import fs from 'node:fs';
 import path from 'node:path';

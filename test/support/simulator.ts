@@ -104,7 +104,7 @@ export interface Simulator {
   /** `http://127.0.0.1:PORT`, no trailing slash. */
   url: string;
   port: number;
-  /** Every request received since start or reset() (the most recent `keepCalls` of them), in arrival order. */
+  /** Every request received since start or reset(), in arrival order (with `keepCalls`, at least the most recent ones). */
   calls: RecordedCall[];
   /** Forgets the recorded calls and the flaky counters. */
   reset(): void;
