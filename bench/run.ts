@@ -50,8 +50,7 @@ async function main() {
   const single = QUICK ? 100 : 400; // one at a time, ~1-2 ms each
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
-  // V8's memory reducer gave the heap back 30-70 s after the last request in measurements here
-  const settleSecs = QUICK ? 60 : 120;
+  const settleSecs = QUICK ? 60 : 120; // the idle RSS after the load is sampled this long (below)
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
@@ -98,7 +97,8 @@ async function main() {
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled };
     fresh.stop();
-    const summary = (who: string) => ({ c1: medianOf(runs[who].c1), c64: medianOf(runs[who].c64), stream: medianOf(runs[who].stream), paced: medianOf(runs[who].paced), single: medianOf(runs[who].single) });
+    // each measure (c1, c64, stream, paced, single) as the median of its rounds
+    const summary = (who: string) => Object.fromEntries(Object.entries(runs[who]).map(([what, xs]) => [what, medianOf(xs)]));
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
     results.direct ??= results[label].direct;

@@ -31,3 +31,6 @@ export class Cancellation extends EventTarget {
     return this as unknown as AbortSignal;
   }
 }
+
+/** A signal that never aborts, for calls that have no client to follow (the total timeout still applies). */
+export const NEVER: AbortSignal = new AbortController().signal;

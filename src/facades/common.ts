@@ -74,6 +74,3 @@ export function facadeError(err: unknown, service: string): ApiError {
   }
   throw err;
 }
-
-/** A signal that never aborts, for calls that have no client to follow (the total timeout still applies). */
-export const NEVER = new AbortController().signal;

@@ -19,7 +19,8 @@ import type { components } from '../../generated/api.js';
 import { ApiError, ValidationFailure, notFound } from '../errors.js';
 import { UpstreamError } from '../engine/types.js';
 import { readCapped, send } from '../providers/http.js';
-import { NEVER, TtlCache, facadeError } from './common.js';
+import { NEVER } from '../cancel.js';
+import { TtlCache, facadeError } from './common.js';
 
 type S = components['schemas'];
 export type HubModel = S['HubModel'];

@@ -21,7 +21,8 @@ import type { components } from '../../generated/api.js';
 import { ApiError } from '../errors.js';
 import { UpstreamError } from '../engine/types.js';
 import { readCapped, send } from '../providers/http.js';
-import { NEVER, TtlCache, facadeError } from './common.js';
+import { NEVER } from '../cancel.js';
+import { TtlCache, facadeError } from './common.js';
 
 export type PartnerModel = components['schemas']['PartnerModel'];
 

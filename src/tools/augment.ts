@@ -20,7 +20,7 @@ import type { ToolsConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { components } from '../../generated/api.js';
 import { ApiError } from '../errors.js';
-import { NEVER } from '../facades/common.js';
+import { NEVER } from '../cancel.js';
 import { UpstreamError } from '../engine/types.js';
 import type { Principal } from '../auth.js';
 import type { SearchHit, TavilyClient } from './web-search.js';

@@ -5,7 +5,7 @@
  * leaves a usage record (endpoint `tool:<name>`, cost in nano-USD).
  */
 import type { Config } from '../config.js';
-import { NEVER } from '../facades/common.js';
+import { NEVER } from '../cancel.js';
 import type { Logger } from '../logger.js';
 import type { Store } from '../store/index.js';
 import type { Recorder } from '../engine/recorder.js';
