@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
+import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteWriteBatch } from '../../src/store/sqlite-batch.js';
 import { openStore, type Store } from '../../src/store/index.js';
@@ -17,9 +18,10 @@ describe('SqliteWriteBatch (group commit)', () => {
   let db: Kysely<any>;
   let batch: SqliteWriteBatch;
   let observer: SQLite.Database;
+  let file: string;
 
   beforeEach(async () => {
-    const file = (sqliteConfig() as { file: string }).file;
+    file = (sqliteConfig() as { file: string }).file;
     raw = new SQLite(file);
     raw.pragma('journal_mode = WAL');
     raw.pragma('busy_timeout = 5000');
@@ -129,6 +131,60 @@ describe('SqliteWriteBatch (group commit)', () => {
     });
     expect(await queued).to.equal(3);
     expect(names()).to.deep.equal(['trx-1', 'trx-2', 'batch']);
+  });
+
+  // A checkpoint copies the WAL's pages into the database file: the file's size shows whether one ran.
+  const dbSize = () => fs.statSync(file).size;
+  const wide = (name: string) => name + 'x'.repeat(3000);
+
+  it('while quiet, every checkpointWrites committed writes are followed by a WAL checkpoint on the next turn', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 3, checkpointMinMs: 0 });
+    const start = dbSize();
+    await ck.run(() => insert(wide('a')));
+    await ck.run(() => insert(wide('b')));
+    await sleep(20);
+    expect(dbSize(), 'two writes: the pages stay in the WAL').to.equal(start);
+    expect(names(), 'committed all the same').to.deep.equal([wide('a'), wide('b')]);
+
+    await ck.run(() => insert(wide('c')));
+    await sleep(20);
+    const first = dbSize();
+    expect(first, 'the third write: a, b and c copied').to.be.greaterThan(start + 9000);
+
+    await ck.run(() => insert(wide('d')));
+    await sleep(20);
+    expect(dbSize(), 'the count starts again').to.equal(first);
+    await ck.run(() => insert(wide('e')));
+    await ck.run(() => insert(wide('f')));
+    await sleep(20);
+    expect(dbSize()).to.be.greaterThan(first + 9000);
+    expect(names()).to.deep.equal(['a', 'b', 'c', 'd', 'e', 'f'].map(wide));
+  });
+
+  it('at most one of its checkpoints per checkpointMinMs', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 1000 });
+    await ck.run(() => insert(wide('a')));
+    await sleep(20);
+    const first = dbSize();
+    await ck.run(() => insert(wide('b')));
+    await sleep(20);
+    expect(dbSize(), 'within checkpointMinMs').to.equal(first);
+    await sleep(1000);
+    await ck.run(() => insert(wide('c')));
+    await sleep(20);
+    expect(dbSize(), 'b and c copied').to.be.greaterThan(first + 6000);
+  });
+
+  it('a commit of more than quietWrites writes (a busy store) leaves checkpoints to SQLite\'s automatic one', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, quietWrites: 2 });
+    const start = dbSize();
+    await Promise.all(['a', 'b', 'c'].map((n) => ck.run(() => insert(wide(n)))));
+    await sleep(20);
+    expect(dbSize()).to.equal(start);
+    // the next quiet commit checkpoints all of it
+    await ck.run(() => insert(wide('d')));
+    await sleep(20);
+    expect(dbSize()).to.be.greaterThan(start + 12000);
   });
 
   it('a write queued after the store is closed rejects instead of hanging', async () => {
