@@ -187,6 +187,24 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(dbSize()).to.be.greaterThan(start + 12000);
   });
 
+  it('a checkpoint due when the store closes is dropped quietly', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0 });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // the commit resolves its writes first; the checkpoint it scheduled runs on the next turn, after the close
+      await ck.run(() => insert('a'));
+      await db.destroy();
+      await sleep(20);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    expect(raw.open).to.equal(false);
+    expect(unhandled).to.deep.equal([]);
+    expect(names()).to.deep.equal(['a']);
+  });
+
   it('a write queued after the store is closed rejects instead of hanging', async () => {
     // (Kysely opens its driver lazily: destroy() closes the connection only once it has been used, as a store's is)
     await sql`select 1`.execute(db);
