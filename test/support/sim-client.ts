@@ -31,3 +31,10 @@ export async function readEventsUntilBreak(res: Response): Promise<{ events: Sse
 
 /** The parsed JSON of every `data:` event except OpenAI's `[DONE]`. */
 export const jsonData = (events: SseEvent[]): any[] => events.filter((e) => e.data !== '[DONE]').map((e) => JSON.parse(e.data));
+
+/** SSE events read straight off the body, each with the time it arrived (ms since the call, `t0`). */
+export async function readTimedEvents(res: Response, t0: number): Promise<Array<SseEvent & { at: number }>> {
+  const events: Array<SseEvent & { at: number }> = [];
+  for await (const ev of readSse(res.body as unknown as AsyncIterable<Uint8Array>)) events.push({ ...ev, at: performance.now() - t0 });
+  return events;
+}

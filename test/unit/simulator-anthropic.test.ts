@@ -1,7 +1,7 @@
 /** The upstream simulator speaking the Anthropic Messages format: bodies, the exact event sequence, errors. */
 import { expect } from 'chai';
 import { startSimulator, type Simulator } from '../support/simulator.js';
-import { ANTHROPIC_HEADERS, jsonData, postJson, readEvents, readEventsUntilBreak } from '../support/sim-client.js';
+import { ANTHROPIC_HEADERS, jsonData, postJson, readEvents, readEventsUntilBreak, readTimedEvents } from '../support/sim-client.js';
 
 // Hand-counted: system "Be brief." 9 chars -> 3 tokens, "hello there" 11 chars -> 3 tokens.
 const BASE = { max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'hello there' }] };
@@ -150,6 +150,20 @@ describe('simulator: Anthropic format', () => {
     const { events: evs, raw } = await readEvents(await messages({ model: 'sim/keepalive', stream: true }));
     expect(raw).to.include('\n\n: PROCESSING\n\nevent: ping\n');
     expect(evs.map((e) => e.event)).to.include.members(['message_start', 'message_stop']);
+  });
+
+  it('sim/chunks-N-every-Mms: the opening events at once, each text delta M ms after the event before it', async () => {
+    const t0 = performance.now();
+    const events = await readTimedEvents(await messages({ model: 'sim/chunks-4-every-40ms', stream: true }), t0);
+    expect(events.map((e) => e.event)).to.deep.equal(['message_start', 'content_block_start', 'ping', ...Array(4).fill('content_block_delta'),
+      'content_block_stop', 'message_delta', 'message_stop']);
+    const texts = events.filter((e) => e.event === 'content_block_delta');
+    expect(texts.map((e) => JSON.parse(e.data).delta.text)).to.deep.equal(['w1 ', 'w2 ', 'w3 ', 'w4 ']);
+    // ping and the first text are 40 ms apart, as are the texts; the opening events and the closing ones come together
+    const gaps = [texts[0].at - events[2].at, ...texts.slice(1).map((e, i) => e.at - texts[i].at)];
+    for (const gap of gaps) expect(gap).to.be.within(30, 120);
+    expect(events[2].at - events[0].at).to.be.below(30);
+    expect(events.at(-1)!.at - texts[3].at).to.be.below(30);
   });
 
   it('sim/stream-break dies after 3 text deltas without message_stop', async () => {

@@ -1,7 +1,7 @@
 /** The upstream simulator speaking Gemini's generateContent format: bodies, CRLF SSE framing, keys, errors. */
 import { expect } from 'chai';
 import { startSimulator, type Simulator } from '../support/simulator.js';
-import { jsonData, postJson, readEvents, readEventsUntilBreak } from '../support/sim-client.js';
+import { jsonData, postJson, readEvents, readEventsUntilBreak, readTimedEvents } from '../support/sim-client.js';
 
 // Hand-counted: "Be brief." 9 chars -> 3 tokens, "hello there" 11 chars -> 3 tokens.
 const BASE = { systemInstruction: { parts: [{ text: 'Be brief.' }] }, contents: [{ role: 'user', parts: [{ text: 'hello there' }] }] };
@@ -39,6 +39,16 @@ describe('simulator: Gemini format', () => {
     expect(chunks[0].usageMetadata).to.deep.equal({ promptTokenCount: 6, totalTokenCount: 6, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 6 }] });
     expect(chunks[2].candidates[0].finishReason).to.equal('STOP');
     expect(chunks[2].usageMetadata).to.deep.include({ promptTokenCount: 6, candidatesTokenCount: 3, totalTokenCount: 9 });
+  });
+
+  it('sim/chunks-N-every-Mms streams each text part M ms after the one before; the first at once', async () => {
+    const t0 = performance.now();
+    const events = await readTimedEvents(await stream('sim/chunks-4-every-40ms'), t0);
+    const chunks = jsonData(events);
+    expect(chunks.map((c) => c.candidates[0].content.parts[0].text)).to.deep.equal(['w1 ', 'w2 ', 'w3 ', 'w4 ']);
+    expect(chunks[3].candidates[0].finishReason).to.equal('STOP');
+    const gaps = events.slice(1).map((e, i) => e.at - events[i].at);
+    for (const gap of gaps) expect(gap).to.be.within(30, 120);
   });
 
   it('streams a JSON array without alt=sse', async () => {

@@ -4,7 +4,7 @@
  * message_delta, message_stop, each with its `event:` line), the model list, and `{type:"error"}` bodies.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
+import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, sendChatJson } from './io.js';
 import { interleaveKeepalive } from './openai.js';
 
 const ERROR_TYPES: Record<number, string> = {
@@ -105,10 +105,11 @@ function message(sr: SimRequest, model: string, reply: Reply) {
   };
 }
 
-function streamPieces(sr: SimRequest, model: string, reply: Reply): { pieces: string[]; breakAfter?: number } {
+function streamPieces(sr: SimRequest, model: string, reply: Reply): StreamPieces {
   const ev = (type: string, o: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...o })}\n\n`;
   const pieces: string[] = [];
   let breakAfter: number | undefined;
+  let textStart = 1;
   let index = 0;
   const block = (start: object, deltas: object[], onDelta?: (i: number) => void) => {
     pieces.push(ev('content_block_start', { index, content_block: start }));
@@ -139,12 +140,13 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply): { pieces: st
     );
   } else {
     block({ type: 'text', text: '' }, reply.chunks.map((text) => ({ type: 'text_delta', text })), (i) => {
+      if (i === 0) textStart = pieces.length - 1;
       if (reply.streamBreak && i === 2) breakAfter = pieces.length;
     });
   }
   pieces.push(ev('message_delta', { delta: { stop_reason: STOP_REASON[reply.finish], stop_sequence: reply.stopSequence }, usage: { output_tokens: outputTokens(reply) } }));
   pieces.push(ev('message_stop', {}));
-  return { pieces: reply.keepalive ? interleaveKeepalive(pieces) : pieces, breakAfter };
+  return { pieces: reply.keepalive ? interleaveKeepalive(pieces) : pieces, textStart, breakAfter };
 }
 
 function invalid(body: any): string | undefined {
@@ -164,8 +166,7 @@ export async function anthropicMessages(sr: SimRequest): Promise<void> {
   if (!(await gate(sr, body.model, (s, m, h) => anthropicError(sr, s, m, h)))) return;
   const reply = planReply(toSimChat(body), behaviourOf(body.model));
   if (body.stream === true) {
-    const { pieces, breakAfter } = streamPieces(sr, body.model, reply);
-    return pump(sr, 'text/event-stream; charset=utf-8', pieces, breakAfter);
+    return pump(sr, 'text/event-stream; charset=utf-8', streamPieces(sr, body.model, reply));
   }
   if (reply.malformed) return sendMalformed(sr.res);
   const out = message(sr, body.model, reply);

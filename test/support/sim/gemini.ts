@@ -4,7 +4,7 @@
  * the model list, and Google's `{error:{code, message, status}}` bodies.
  */
 import { behaviourOf, planReply, SIM_MODELS, type Reply, type SimChat } from './behaviour.js';
-import { gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
+import { gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, sendChatJson } from './io.js';
 
 const STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 409: 'ABORTED',
@@ -125,16 +125,16 @@ function streamParts(reply: Reply): object[] {
   return parts;
 }
 
-function streamPieces(sr: SimRequest, model: string, reply: Reply, sse: boolean): { pieces: string[]; breakAfter?: number } {
+function streamPieces(sr: SimRequest, model: string, reply: Reply, sse: boolean): StreamPieces {
   const parts = streamParts(reply);
   const objects = parts.map((p, i) => JSON.stringify(response(sr, model, [p], reply, i === parts.length - 1)));
   const textStart = parts.length - (reply.toolCall ? 1 : reply.chunks.length);
   const breakAfter = reply.streamBreak ? textStart + 3 : undefined;
-  if (!sse) return { pieces: objects.map((o, i) => (i === 0 ? '[' : ',\r\n') + o).concat(']'), breakAfter };
+  if (!sse) return { pieces: objects.map((o, i) => (i === 0 ? '[' : ',\r\n') + o).concat(']'), textStart, breakAfter };
   const pieces = objects.map((o) => `data: ${o}\r\n\r\n`);
   if (reply.malformed) pieces.unshift('data: {"candidates": [{"content": \r\n\r\n');
-  if (reply.keepalive) return { pieces: pieces.flatMap((p, i) => (i === 0 ? [p] : [': PROCESSING\r\n\r\n', p])) };
-  return { pieces, breakAfter };
+  if (reply.keepalive) return { pieces: pieces.flatMap((p, i) => (i === 0 ? [p] : [': PROCESSING\r\n\r\n', p])), textStart };
+  return { pieces, textStart: reply.malformed ? textStart + 1 : textStart, breakAfter };
 }
 
 export async function geminiGenerate(sr: SimRequest, model: string, stream: boolean): Promise<void> {
@@ -146,8 +146,7 @@ export async function geminiGenerate(sr: SimRequest, model: string, stream: bool
   const reply = planReply(toSimChat(model, body), behaviourOf(model));
   if (stream) {
     const sse = sr.url.searchParams.get('alt') === 'sse';
-    const { pieces, breakAfter } = streamPieces(sr, model, reply, sse);
-    return pump(sr, sse ? 'text/event-stream' : 'application/json; charset=UTF-8', pieces, breakAfter);
+    return pump(sr, sse ? 'text/event-stream' : 'application/json; charset=UTF-8', streamPieces(sr, model, reply, sse));
   }
   if (reply.malformed) return sendMalformed(sr.res);
   const out = response(sr, model, allParts(reply), reply, true);

@@ -129,6 +129,14 @@ function write(res: ServerResponse, piece: string | Buffer): Promise<void> {
   });
 }
 
+/** A stream's framed pieces: where its text pieces begin (for paced streams), and where a break cuts it. */
+export interface StreamPieces {
+  pieces: string[];
+  /** The index of the first text piece; the `n` pieces from there are the text (`sim/chunks-N-every-Mms`). */
+  textStart: number;
+  breakAfter?: number;
+}
+
 /**
  * Writes a stream piece by piece (each piece is already framed). Every write waits for its flush, so pieces
  * leave as separate writes and a `break` really comes after the last piece. `breakAfter`: destroy the socket
@@ -137,8 +145,7 @@ function write(res: ServerResponse, piece: string | Buffer): Promise<void> {
 export async function pump(
   sr: SimRequest,
   contentType: string,
-  pieces: string[],
-  breakAfter?: number,
+  { pieces, textStart, breakAfter }: StreamPieces,
 ): Promise<void> {
   const { res } = sr;
   if (res.headersSent || res.destroyed) return;
@@ -149,9 +156,10 @@ export async function pump(
   for (let i = 0; i < last; i++) {
     if (sr.signal.aborted) return;
     if (b.kind === 'drip' && i > 0 && !(await pause(b.ms, sr.signal))) return;
-    // paced text: the pause comes before each of the n text pieces (after the opening piece); the closing
-    // pieces (finish, usage, terminator) follow the last text at once, as a model's stream ends
-    if (b.kind === 'chunks' && b.everyMs && i > 0 && i <= b.n && !(await pause(b.everyMs, sr.signal))) return;
+    // paced text: the pause comes before each of the n text pieces (the opening pieces, e.g. Anthropic's
+    // message_start, content_block_start and ping, go at once; so does a first piece that is already text); the
+    // closing pieces (finish, usage, terminator) follow the last text at once, as a model's stream ends
+    if (b.kind === 'chunks' && b.everyMs && i > 0 && i >= textStart && i < textStart + b.n && !(await pause(b.everyMs, sr.signal))) return;
     if (b.kind === 'dribble') {
       if (!(await dribble(sr, Buffer.from(pieces[i]), b.ms))) return;
     } else await write(res, pieces[i]);

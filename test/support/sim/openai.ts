@@ -3,7 +3,7 @@
  * list, auth and error bodies. Images and audio are in ./openai-media.ts.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, sendChatJson } from './io.js';
+import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, sendChatJson } from './io.js';
 
 const FINGERPRINT = 'fp_simulator';
 export const MODEL_CREATED = 1_700_000_000;
@@ -99,7 +99,7 @@ function completion(sr: SimRequest, model: string, reply: Reply) {
 }
 
 /** The SSE pieces of a chat stream, and after how many of them `sim/stream-break` cuts the connection. */
-function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage: boolean): { pieces: string[]; breakAfter?: number } {
+function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage: boolean): StreamPieces {
   const base = { id: `chatcmpl-sim-${sr.seq}`, object: 'chat.completion.chunk', created: nowSeconds(), model, service_tier: 'default', system_fingerprint: FINGERPRINT };
   // Like OpenAI: with include_usage every chunk carries `usage: null` until the final usage chunk.
   const usageNull = includeUsage && !reply.usageWithChoices ? { usage: null } : {};
@@ -109,6 +109,7 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
 
   const pieces: string[] = [];
   let breakAfter: number | undefined;
+  let textStart = 1;
   if (reply.toolCall) {
     const callId = `call_sim_${sr.seq}`;
     pieces.push(chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: callId, type: 'function', function: { name: reply.toolCall.name, arguments: '' } }], refusal: null }));
@@ -116,6 +117,7 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
   } else {
     pieces.push(chunk({ role: 'assistant', content: '', refusal: null }));
     if (reply.malformed) pieces.push(`data: {"id": "${base.id}", "choices": [{"delta": {"content": \n\n`);
+    textStart = pieces.length;
     reply.chunks.forEach((text, i) => {
       const isLast = i === reply.chunks.length - 1;
       if (reply.usageWithChoices && isLast) pieces.push(chunk({ content: text }, FINISH[reply.finish], { usage: openaiUsage(reply) }));
@@ -126,7 +128,7 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
   if (!reply.usageWithChoices) pieces.push(chunk({}, FINISH[reply.finish]));
   if (includeUsage && !reply.usageWithChoices) pieces.push(data({ ...base, choices: [], usage: openaiUsage(reply) }));
   pieces.push('data: [DONE]\n\n');
-  return { pieces: reply.keepalive ? interleaveKeepalive(pieces) : pieces, breakAfter };
+  return { pieces: reply.keepalive ? interleaveKeepalive(pieces) : pieces, textStart, breakAfter };
 }
 
 /** `: PROCESSING` comment lines between events, as OpenRouter sends while a model thinks. */
@@ -146,8 +148,7 @@ export async function openaiChat(sr: SimRequest): Promise<void> {
   const b = behaviourOf(body.model);
   const reply = planReply(toSimChat(body), b);
   if (body.stream === true) {
-    const { pieces, breakAfter } = streamPieces(sr, body.model, reply, body.stream_options?.include_usage === true);
-    return pump(sr, 'text/event-stream; charset=utf-8', pieces, breakAfter);
+    return pump(sr, 'text/event-stream; charset=utf-8', streamPieces(sr, body.model, reply, body.stream_options?.include_usage === true));
   }
   if (reply.malformed) return sendMalformed(sr.res);
   const out = completion(sr, body.model, reply);
