@@ -47,10 +47,14 @@ export function newHoldId(): string {
 }
 
 /**
- * Credit balances and their ledger. Invariant: for every user, the sum of ledger deltas equals the balance
- * (balances start at zero and only change together with a ledger row in one transaction). A request holds its
- * worst-case cost with a conditional decrement (`where balance >= amount`), so concurrent requests can never
- * spend below zero, then settles the real cost and gives back the rest.
+ * Credit balances, their holds and their ledger. A request holds its worst-case cost with a conditional decrement
+ * (`where balance >= amount`) and a credit_holds row, so concurrent requests can never spend below zero, then
+ * settles the real cost and gives back the rest. The ledger records money that moved for good: grants,
+ * adjustments and one `charge` row per settled request (its real cost; none for a release). Invariant: for every
+ * user, the sum of ledger deltas equals the balance plus the amounts of the user's open holds (every change to a
+ * balance, a hold or the ledger commits together), so with no hold open the ledger sums to the balance.
+ * (Until migration 0007 a hold also wrote a ledger row and its settle the difference: two rows and their index
+ * pages per request instead of one. Ledgers written before it keep those rows.)
  *
  * Hold and settle are on every request's path, so they are hand-written per database rather than built with
  * Kysely (see docs/PERFORMANCE.md): on SQLite, prepared statements in the group commit (src/store/sqlite-batch.ts);
@@ -151,7 +155,6 @@ export class CreditRepo {
       if (!debited) return false;
       batch.statement('insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ?)')
         .run(holdId, userId, amountNano, t, t + ttlMs, instanceId);
-      batch.statement(INSERT_LEDGER).run(userId, -amountNano, 'hold', holdId, at);
       return true;
     }).finally(done);
   }
@@ -163,7 +166,6 @@ export class CreditRepo {
   async settle(holdId: string, actualNano: number): Promise<number> {
     const { batch } = this;
     if (!batch) return this.pg!.settle(holdId, actualNano);
-    const kind = actualNano === 0 ? 'release' : 'settle';
     return batch.run(() => {
       const at = now();
       const hold = batch.statement('update credit_holds set settled_at = ? where id = ? and settled_at is null returning user_id, amount_nano')
@@ -180,9 +182,10 @@ export class CreditRepo {
         const after = batch.statement('update credit_balances set balance_nano = balance_nano + ?, updated_at = ? where user_id = ? returning balance_nano')
           .get(delta, at, userId) as { balance_nano: number } | undefined;
         if (after) this.saw(userId, Number(after.balance_nano));
-        batch.statement(INSERT_LEDGER).run(userId, delta, kind, holdId, at);
       }
-      return held - delta;
+      const charged = held - delta;
+      if (charged !== 0) batch.statement(INSERT_LEDGER).run(userId, -charged, 'charge', holdId, at);
+      return charged;
     });
   }
 
@@ -218,6 +221,13 @@ export class CreditRepo {
     let q = this.db.selectFrom('credit_holds').select(sql<number>`count(*)`.as('n')).where('settled_at', 'is', null);
     if (userId !== undefined) q = q.where('user_id', '=', userId);
     return Number((await q.executeTakeFirstOrThrow()).n);
+  }
+
+  /** The amount of the user's open holds (the ledger sums to the balance plus this). */
+  async openHoldSum(userId: number): Promise<number> {
+    const row = await this.db.selectFrom('credit_holds').select(sql<number>`coalesce(sum(amount_nano), 0)`.as('s'))
+      .where('user_id', '=', userId).where('settled_at', 'is', null).executeTakeFirstOrThrow();
+    return Number(row.s);
   }
 
   async openHolds(userId: number): Promise<number> {

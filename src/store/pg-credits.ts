@@ -39,22 +39,20 @@ const MAX_BATCH = 512;
 
 const now = () => new Date().toISOString();
 
-/** The hold in one statement: the conditional debit, the hold row and its ledger row, all or nothing. */
+/** The hold in one statement: the conditional debit and the hold row, all or nothing (no ledger row: CreditRepo). */
 const HOLD_ONE = `with debit as (
     update credit_balances set balance_nano = balance_nano - $1::bigint, updated_at = $2
     where user_id = $3 and balance_nano >= $1::bigint returning user_id, balance_nano
   ), hold as (
     insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
     select $4, user_id, $1::bigint, $5, $6, null, $7 from debit
-  ), ledger as (
-    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, -$1::bigint, 'hold', $4, $2 from debit
   )
   select count(*)::int as n, max(balance_nano) as balance from debit`;
 
 /**
  * The settle in one statement: claim the open hold, lock the balance, give back (or take, never below zero) the
- * difference and write its ledger row. No row when the hold was already settled.
+ * difference and write the charge's ledger row (none when nothing was charged). No row when the hold was already
+ * settled.
  */
 const SETTLE_ONE = `with claimed as (
     update credit_holds set settled_at = $1 where id = $2 and settled_at is null returning user_id, amount_nano
@@ -69,7 +67,7 @@ const SETTLE_ONE = `with claimed as (
     from delta where b.user_id = delta.user_id and delta.d <> 0
   ), ledger as (
     insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, d, $5, $2, $4 from delta where d <> 0
+    select user_id, d - amount_nano, 'charge', $2, $4 from delta where amount_nano - d <> 0
   )
   select amount_nano - d as charged, user_id, balance_nano + d as balance from delta`;
 
@@ -134,7 +132,7 @@ export class PgCredits {
         op.resolve(held);
       } else {
         const { rows } = await this.pool.query({ name: 'gw_settle_one', text: SETTLE_ONE,
-          values: [Date.now(), op.holdId, op.actual, at, op.actual === 0 ? 'release' : 'settle'] });
+          values: [Date.now(), op.holdId, op.actual, at] });
         if (rows.length) this.onBalance?.(Number(rows[0].user_id), Number(rows[0].balance));
         op.resolve(rows.length ? Number(rows[0].charged) : 0);
       }
@@ -169,7 +167,7 @@ export class PgCredits {
 
       // The writes in queue order, with the same rules as HOLD_ONE and SETTLE_ONE.
       const holds = { id: [] as string[], user: [] as number[], amount: [] as number[], created: [] as number[], expires: [] as number[], instance: [] as Array<string | null> };
-      const ledger = { user: [] as number[], delta: [] as number[], kind: [] as string[], ref: [] as string[] };
+      const ledger = { user: [] as number[], delta: [] as number[], ref: [] as string[] };
       const settled: string[] = [];
       const changed = new Set<number>();
       const results = ops.map((o): boolean | number => {
@@ -180,7 +178,6 @@ export class PgCredits {
           changed.add(o.userId);
           holds.id.push(o.holdId); holds.user.push(o.userId); holds.amount.push(o.amount);
           holds.created.push(o.createdAt); holds.expires.push(o.expiresAt); holds.instance.push(o.instanceId);
-          ledger.user.push(o.userId); ledger.delta.push(-o.amount); ledger.kind.push('hold'); ledger.ref.push(o.holdId);
           return true;
         }
         const h = open.get(o.holdId);
@@ -192,9 +189,10 @@ export class PgCredits {
         if (delta !== 0) {
           balance.set(h.userId, (balance.get(h.userId) ?? 0) + delta);
           changed.add(h.userId);
-          ledger.user.push(h.userId); ledger.delta.push(delta); ledger.kind.push(o.actual === 0 ? 'release' : 'settle'); ledger.ref.push(o.holdId);
         }
-        return h.amount - delta;
+        const charged = h.amount - delta;
+        if (charged !== 0) { ledger.user.push(h.userId); ledger.delta.push(-charged); ledger.ref.push(o.holdId); }
+        return charged;
       });
 
       const at = now();
@@ -210,10 +208,10 @@ export class PgCredits {
       }
       if (ledger.user.length) {
         // in queue order: the ledger's ids follow the order the writes were made in
-        await client.query({ name: 'gw_batch_ledger', values: [ledger.user, ledger.delta, ledger.kind, ledger.ref, at],
+        await client.query({ name: 'gw_batch_charges', values: [ledger.user, ledger.delta, ledger.ref, at],
           text: `insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-            select user_id, delta, kind, ref, $5 from unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[])
-              with ordinality as l(user_id, delta, kind, ref, n) order by n` });
+            select user_id, delta, 'charge', ref, $4 from unnest($1::bigint[], $2::bigint[], $3::text[])
+              with ordinality as l(user_id, delta, ref, n) order by n` });
       }
       if (changed.size) {
         const ids = [...changed].sort((a, b) => a - b);

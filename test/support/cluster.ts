@@ -40,7 +40,7 @@ export async function seedKey(db: DatabaseConfig, usd: number): Promise<{ store:
   return { store, key, userId: record.user_id, keyId: record.id };
 }
 
-/** Every user's ledger sum equals their balance (and no balance is negative). */
+/** Every user's ledger sum equals their balance plus their open holds (and no balance is negative). */
 export async function ledgerMatchesBalances(store: Store): Promise<{ users: number; mismatched: number[]; negative: number[] }> {
   const rows = await store.db.selectFrom('credit_balances').select(['user_id', 'balance_nano']).execute();
   const mismatched: number[] = [];
@@ -48,7 +48,7 @@ export async function ledgerMatchesBalances(store: Store): Promise<{ users: numb
   for (const r of rows) {
     const id = Number(r.user_id);
     if (Number(r.balance_nano) < 0) negative.push(id);
-    if ((await store.credits.ledgerSum(id)) !== Number(r.balance_nano)) mismatched.push(id);
+    if ((await store.credits.ledgerSum(id)) !== Number(r.balance_nano) + (await store.credits.openHoldSum(id))) mismatched.push(id);
   }
   return { users: rows.length, mismatched, negative };
 }

@@ -244,7 +244,9 @@ describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
     expect(err?.message).to.equal('roll back');
     expect(await hold).to.equal(true);
     expect(await store.credits.balance(uid)).to.equal(700);
-    expect(await store.credits.ledgerSum(uid)).to.equal(700);
+    // the hold is open: the ledger sums to the balance plus it
+    expect(await store.credits.ledgerSum(uid)).to.equal(1000);
+    expect(await store.credits.openHoldSum(uid)).to.equal(300);
     expect(await store.credits.openHolds(uid)).to.equal(1);
     const { rows } = await sql<{ n: number }>`select count(*) as n from scratch`.execute(store.db);
     expect(Number(rows[0].n)).to.equal(0);
@@ -263,7 +265,8 @@ describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
     expect((results[2] as PromiseFulfilledResult<boolean>).value).to.equal(true);
     // the failed hold's debit was rolled back with it
     expect(await store.credits.balance(uid)).to.equal(700);
-    expect(await store.credits.ledgerSum(uid)).to.equal(700);
+    expect(await store.credits.openHoldSum(uid)).to.equal(300);
+    expect(await store.credits.ledgerSum(uid)).to.equal(1000);
     expect(await store.credits.openHolds(uid)).to.equal(2);
   });
 });

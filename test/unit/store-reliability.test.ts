@@ -65,7 +65,9 @@ for (const dialect of DIALECTS) {
       // released: dead pid, silent, stopped, unregistered (orphans) and the expired one; kept: remote-live, local-live
       expect(await store.credits.openHolds(uid)).to.equal(2);
       expect(await store.credits.balance(uid)).to.equal(1_000_000 - 8_000);
-      expect(await store.credits.ledgerSum(uid)).to.equal(await store.credits.balance(uid));
+      // the two kept (2,000 + 6,000) are still open: the ledger sums to the balance plus them
+      expect(await store.credits.openHoldSum(uid)).to.equal(8_000);
+      expect(await store.credits.ledgerSum(uid)).to.equal(await store.credits.balance(uid) + 8_000);
       expect(await tracker.reconcile()).to.deep.equal({ expired: 0, orphaned: 0 });
 
       // this process's own holds carry its id; a clean stop gives them back and marks it stopped

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { sql } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import crypto from 'node:crypto';
 import { openStore, type Store } from '../../src/store/index.js';
+import { migrationProvider } from '../../src/store/migrations.js';
 import { newHoldId, usdToNano } from '../../src/store/credits.js';
 import { configFor, postgresAvailable, spendElsewhere, DIALECTS } from '../support/db.js';
 
@@ -23,9 +24,10 @@ describe('hold ids', () => {
 for (const dialect of DIALECTS) {
   describe(`store on ${dialect}`, function () {
     let store: Store;
+    let cfg: ReturnType<typeof configFor>;
     before(async function () {
       if (dialect === 'postgres' && !(await postgresAvailable())) return this.skip();
-      store = await openStore(configFor(dialect));
+      store = await openStore((cfg = configFor(dialect)));
     });
     after(async () => { await store?.close(); });
 
@@ -108,6 +110,9 @@ for (const dialect of DIALECTS) {
       const results = await Promise.all(Array.from({ length: 100 }, (_, i) => store.credits.hold(uid, `c${i}-${uid}`, 30, 60_000)));
       expect(results.filter(Boolean)).to.have.length(33);
       expect(await store.credits.balance(uid)).to.equal(10);
+      // 990 held: the ledger has only the grant, the balance plus the open holds
+      expect(await store.credits.openHoldSum(uid)).to.equal(990);
+      expect(await store.credits.ledgerSum(uid)).to.equal(1000);
       await Promise.all(results.map((ok, i) => (ok ? store.credits.settle(`c${i}-${uid}`, 20) : null)));
       expect(await store.credits.balance(uid)).to.equal(1000 - 33 * 20);
       expect(await store.credits.ledgerSum(uid)).to.equal(1000 - 33 * 20);
@@ -131,6 +136,9 @@ for (const dialect of DIALECTS) {
       expect(holds.map((h) => (h.status === 'fulfilled' ? h.value : 'error'))).to.deep.equal([true, false, true, 'error', true]);
       expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([0, 0]);
       expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([2, 1]);
+      // while holds are open the ledger holds only the grants: it sums to the balance plus the open holds
+      expect([await store.credits.ledgerSum(a), await store.credits.ledgerSum(b)]).to.deep.equal([100, 50]);
+      expect([await store.credits.openHoldSum(a), await store.credits.openHoldSum(b)]).to.deep.equal([100, 50]);
       const settles = await Promise.all([
         store.credits.settle(dup, 30), // gives 30 back
         store.credits.release(`g4-${a}`), // gives 40 back
@@ -141,9 +149,33 @@ for (const dialect of DIALECTS) {
       expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([70, 0]);
       expect([await store.credits.ledgerSum(a), await store.credits.ledgerSum(b)]).to.deep.equal([70, 0]);
       expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([0, 0]);
-      // the ledger in the order the writes were made
-      expect((await store.credits.ledger(a)).map((r) => [r.kind, r.delta_nano])).to.deep.equal([
-        ['grant', 100], ['hold', -60], ['hold', -40], ['settle', 30], ['release', 40]]);
+      // the ledger in the order the writes were made: one charge per settled request, nothing for a release
+      expect((await store.credits.ledger(a)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([
+        ['grant', 100, null], ['charge', -30, dup]]);
+      expect((await store.credits.ledger(b)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([
+        ['grant', 50, null], ['charge', -50, `g3-${b}`]]);
+    });
+
+    it('credits: a hold left open across migration 0007 (made when a hold wrote a ledger row) settles into a consistent ledger', async () => {
+      const migrator = new Migrator({ db: store.db, provider: migrationProvider(dialect),
+        ...(cfg.dialect === 'postgres' ? { migrationTableSchema: cfg.schema ?? 'public' } : {}) });
+      const uid = await store.keys.createUser('upgrader');
+      await store.credits.grant(uid, 1000);
+      const h = `upgrade-${uid}`;
+      expect(await store.credits.hold(uid, h, 300, 60_000)).to.equal(true);
+      // down to 0006: the open hold gets the ledger row the old rule wrote, and the ledger sums to the balance again
+      expect((await migrator.migrateDown()).error).to.equal(undefined);
+      expect(await store.credits.ledgerSum(uid)).to.equal(700);
+      expect((await store.credits.ledger(uid)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([['grant', 1000, null], ['hold', -300, h]]);
+      // up again: that debit leaves the ledger while the hold is open
+      expect((await migrator.migrateToLatest()).error).to.equal(undefined);
+      expect(await store.credits.ledgerSum(uid)).to.equal(1000);
+      expect(await store.credits.balance(uid) + await store.credits.openHoldSum(uid)).to.equal(1000);
+      // and its settle writes the charge: the ledger equals the balance
+      expect(await store.credits.settle(h, 120)).to.equal(120);
+      expect(await store.credits.balance(uid)).to.equal(880);
+      expect(await store.credits.ledgerSum(uid)).to.equal(880);
+      expect((await store.credits.ledger(uid)).map((r) => [r.kind, r.delta_nano])).to.deep.equal([['grant', 1000], ['hold', -300], ['hold_reversal', 300], ['charge', -120]]);
     });
 
     it('credits: expired holds are released on reconciliation', async () => {
