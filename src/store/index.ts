@@ -96,14 +96,18 @@ async function postgresDb(url: string, schema?: string): Promise<{ db: Kysely<Da
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
 
-export async function openStore(cfg: DatabaseConfig): Promise<Store> {
-  const { db, batch, pool } = cfg.dialect === 'sqlite' ? { ...sqliteDb(cfg.file), pool: undefined } : { ...(await postgresDb(cfg.url, cfg.schema)), batch: undefined };
-  const dialect: Dialect = cfg.dialect;
+/** The migrator of a store opened with `cfg` (openStore runs it to the latest migration). */
+export function storeMigrator(db: Kysely<any>, cfg: DatabaseConfig): Migrator {
   // The migrator must look for its bookkeeping tables in the store's own schema (`public` unless one is set): by
   // default it finds them in any schema of the database, and another schema's tables would fool it.
   const schema = cfg.dialect === 'postgres' ? cfg.schema ?? 'public' : undefined;
-  const migrator = new Migrator({ db, provider: migrationProvider(dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
-  const { error } = await migrator.migrateToLatest();
+  return new Migrator({ db, provider: migrationProvider(cfg.dialect), ...(schema ? { migrationTableSchema: schema } : {}) });
+}
+
+export async function openStore(cfg: DatabaseConfig): Promise<Store> {
+  const { db, batch, pool } = cfg.dialect === 'sqlite' ? { ...sqliteDb(cfg.file), pool: undefined } : { ...(await postgresDb(cfg.url, cfg.schema)), batch: undefined };
+  const dialect: Dialect = cfg.dialect;
+  const { error } = await storeMigrator(db, cfg).migrateToLatest();
   if (error) {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));

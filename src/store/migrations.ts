@@ -233,13 +233,16 @@ function openHoldsIndex(): Migration {
  * every request's path: ~20 % fewer page writes per request on SQLite, docs/PERFORMANCE.md.)
  */
 function ledgerCharges(): Migration {
-  const carry = (db: Kysely<any>, sign: 1 | -1, kind: string) => sql`insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, ${sql.raw(sign === 1 ? '' : '-')}amount_nano, ${kind}, id, ${new Date().toISOString()} from credit_holds
-    where settled_at is null order by created_at, id`.execute(db);
+  /** A ledger row of `delta` for every open hold. */
+  const carry = async (db: Kysely<any>, delta: 'amount_nano' | '-amount_nano', kind: string) => {
+    await sql`insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
+      select user_id, ${sql.raw(delta)}, ${kind}, id, ${new Date().toISOString()} from credit_holds
+      where settled_at is null order by created_at, id`.execute(db);
+  };
   return {
-    up: (db: Kysely<any>) => carry(db, 1, 'hold_reversal').then(() => undefined),
+    up: (db: Kysely<any>) => carry(db, 'amount_nano', 'hold_reversal'),
     // back to a ledger row per open hold, as the old rule wrote them
-    down: (db: Kysely<any>) => carry(db, -1, 'hold').then(() => undefined),
+    down: (db: Kysely<any>) => carry(db, '-amount_nano', 'hold'),
   };
 }
 

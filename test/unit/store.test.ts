@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import { Migrator, sql } from 'kysely';
+import { sql } from 'kysely';
 import crypto from 'node:crypto';
-import { openStore, type Store } from '../../src/store/index.js';
-import { migrationProvider } from '../../src/store/migrations.js';
+import { openStore, storeMigrator, type Store } from '../../src/store/index.js';
 import { newHoldId, usdToNano } from '../../src/store/credits.js';
 import { configFor, postgresAvailable, spendElsewhere, DIALECTS } from '../support/db.js';
 
@@ -157,8 +156,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('credits: a hold left open across migration 0007 (made when a hold wrote a ledger row) settles into a consistent ledger', async () => {
-      const migrator = new Migrator({ db: store.db, provider: migrationProvider(dialect),
-        ...(cfg.dialect === 'postgres' ? { migrationTableSchema: cfg.schema ?? 'public' } : {}) });
+      const migrator = storeMigrator(store.db, cfg);
       const uid = await store.keys.createUser('upgrader');
       await store.credits.grant(uid, 1000);
       const h = `upgrade-${uid}`;
