@@ -5,6 +5,13 @@
  * no longer than before; under load one commit carries every write made meanwhile. Each write is still committed
  * before its promise resolves, and each one sees the writes queued before it (they run in order).
  *
+ * "The next turn" is the check phase after the one the first write's turn reaches: the batch runs after whatever
+ * else that turn queued with setImmediate. That is undici's case: on a reused keep-alive socket it writes the next
+ * request from a setImmediate (it first lets pending bytes or a FIN on the idle socket arrive), so a credit hold
+ * queued just before the upstream call used to commit before the request left, ~0.1–0.2 ms on the path to the
+ * first byte at concurrency 1; now the request leaves first and the hold commits while the upstream works (the
+ * answer still waits for the committed hold). Under load the extra turn lets a commit gather more writes.
+ *
  * Kysely owns the same connection and keeps a transaction open across awaits; the batch runs while holding
  * Kysely's connection (its mutex), so it never lands inside someone else's transaction.
  *
@@ -72,7 +79,8 @@ export class SqliteWriteBatch {
       this.queue.push({ run: fn, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => void this.flush());
+        // Two check phases on: what else this turn queued for its check phase runs first (see the header).
+        setImmediate(() => setImmediate(() => void this.flush()));
       }
     });
   }

@@ -67,6 +67,17 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(raw.inTransaction).to.equal(false);
   });
 
+  it('runs after what the same turn queued with setImmediate after it (undici writes a request on a reused socket from one)', async () => {
+    const order: string[] = [];
+    const write = batch.run(() => { order.push('commit'); insert('hold'); });
+    // queued after the write, in the same turn: as undici does between request() and writing the request
+    setImmediate(() => order.push(`immediate (committed: ${names().length})`));
+    process.nextTick(() => order.push('tick'));
+    await write;
+    expect(order).to.deep.equal(['tick', 'immediate (committed: 0)', 'commit']);
+    expect(names()).to.deep.equal(['hold']);
+  });
+
   it('each write is committed when its promise resolves; writes of a later tick are a new transaction', async () => {
     await batch.run(() => insert('first'));
     expect(names()).to.deep.equal(['first']);
