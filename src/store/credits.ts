@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
 import type { PgCredits } from './pg-credits.js';
@@ -217,23 +217,19 @@ export class CreditRepo {
   }
 
   /** Open holds of every user (or of one), for reconciliation checks. */
-  async openHoldCount(userId?: number): Promise<number> {
-    let q = this.db.selectFrom('credit_holds').select(sql<number>`count(*)`.as('n')).where('settled_at', 'is', null);
+  openHoldCount(userId?: number): Promise<number> {
+    return this.openHoldAggregate(sql<number>`count(*)`, userId);
+  }
+
+  /** The amount held by the open holds of one user (the ledger sums to the balance plus this), or of every user. */
+  openHoldSum(userId?: number): Promise<number> {
+    return this.openHoldAggregate(sql<number>`coalesce(sum(amount_nano), 0)`, userId);
+  }
+
+  private async openHoldAggregate(value: RawBuilder<number>, userId?: number): Promise<number> {
+    let q = this.db.selectFrom('credit_holds').select(value.as('v')).where('settled_at', 'is', null);
     if (userId !== undefined) q = q.where('user_id', '=', userId);
-    return Number((await q.executeTakeFirstOrThrow()).n);
-  }
-
-  /** The amount of the user's open holds (the ledger sums to the balance plus this). */
-  async openHoldSum(userId: number): Promise<number> {
-    const row = await this.db.selectFrom('credit_holds').select(sql<number>`coalesce(sum(amount_nano), 0)`.as('s'))
-      .where('user_id', '=', userId).where('settled_at', 'is', null).executeTakeFirstOrThrow();
-    return Number(row.s);
-  }
-
-  async openHolds(userId: number): Promise<number> {
-    const row = await this.db.selectFrom('credit_holds').select(sql<number>`count(*)`.as('n'))
-      .where('user_id', '=', userId).where('settled_at', 'is', null).executeTakeFirstOrThrow();
-    return Number(row.n);
+    return Number((await q.executeTakeFirstOrThrow()).v);
   }
 }
 

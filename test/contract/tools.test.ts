@@ -151,7 +151,7 @@ for (const dialect of DIALECTS) {
         include_images: false, topic: 'general', include_domains: ['wikipedia.org'], exclude_domains: [],
       });
       expect(await gw.store.credits.balance(userId)).to.equal(1_000_000_000 - 8_000_000);
-      expect(await gw.store.credits.openHolds(userId)).to.equal(0);
+      expect(await gw.store.credits.openHoldCount(userId)).to.equal(0);
       expect(await gw.store.credits.ledgerSum(userId)).to.equal(992_000_000);
       await gw.services.recorder.flush();
       const [usage] = (await gw.store.usage.forUser(userId));
@@ -167,7 +167,7 @@ for (const dialect of DIALECTS) {
       expect(res.body).to.include({ success: false, result: null, cost_usd: 0 });
       expect(res.body.error).to.contain('web_search failed').and.contain('HTTP 500');
       expect(await gw.store.credits.balance(userId)).to.equal(1_000_000_000);
-      expect(await gw.store.credits.openHolds(userId)).to.equal(0);
+      expect(await gw.store.credits.openHoldCount(userId)).to.equal(0);
       const kinds = (await gw.store.credits.ledger(userId)).map((r) => [r.kind, r.delta_nano]);
       // a release moves no money: the ledger holds the grant alone
       expect(kinds).to.deep.equal([['grant', 1_000_000_000]]);
@@ -185,7 +185,7 @@ for (const dialect of DIALECTS) {
       expect(res.body.success).to.equal(false);
       expect(res.body.error).to.match(/time/);
       expect(await gw.store.credits.balance(userId)).to.equal(1_000_000_000);
-      expect(await gw.store.credits.openHolds(userId)).to.equal(0);
+      expect(await gw.store.credits.openHoldCount(userId)).to.equal(0);
     });
 
     it('the admin credential runs billed tools without a charge (it has no balance)', async () => {

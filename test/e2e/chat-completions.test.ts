@@ -159,7 +159,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(res.headers.get('retry-after')).to.equal('1');
     expect((await res.json()).error.type).to.equal('rate_limit_error');
     expect(await gateway.store.credits.balance(userId)).to.equal(before);
-    expect(await gateway.store.credits.openHolds(userId)).to.equal(0);
+    expect(await gateway.store.credits.openHoldCount(userId)).to.equal(0);
   });
 
   it('unknown model → 404; known but unconfigured → 503; both clear, both free', async () => {
@@ -203,7 +203,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
       expect(sim.calls).to.have.length(1);
       expect(Date.now() - t0).to.be.below(1500);
       expect(await gateway.store.credits.balance(k.userId)).to.equal(1000);
-      expect(await gateway.store.credits.openHolds(k.userId)).to.equal(0);
+      expect(await gateway.store.credits.openHoldCount(k.userId)).to.equal(0);
       expect(await gateway.store.credits.ledgerSum(k.userId)).to.equal(1000);
       expect(await recordedUsage(gateway, k.userId)).to.have.length(rowsBefore);
       // After a refusal nothing is trusted: the next request's hold is committed before any upstream call.
@@ -262,7 +262,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     const row = rows.at(-1)!;
     expect(['cancelled', 'success']).to.include(row.status); // 20 small chunks may all be out before the abort lands
     if (row.status === 'cancelled') expect(await gateway.store.credits.balance(userId)).to.equal(before);
-    expect(await gateway.store.credits.openHolds(userId)).to.equal(0);
+    expect(await gateway.store.credits.openHoldCount(userId)).to.equal(0);
   });
 
   it('a burst of 100 concurrent requests on one key: balance, ledger and usage records agree exactly', async () => {
@@ -281,7 +281,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(balance).to.be.at.least(0);
     expect(0.01 * NANO - balance).to.equal(spent);
     expect(await gateway.store.credits.ledgerSum(k.userId)).to.equal(balance);
-    expect(await gateway.store.credits.openHolds(k.userId)).to.equal(0);
+    expect(await gateway.store.credits.openHoldCount(k.userId)).to.equal(0);
   });
 
   it('session_id: history goes upstream first; the user message and the reply are saved with tokens', async () => {

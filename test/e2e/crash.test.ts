@@ -62,14 +62,14 @@ for (const dialect of DIALECTS) {
       try {
         const first = await startGatewayProcess(env);
         const streams = await Promise.all(Array.from({ length: 8 }, (_, i) => openStream(first.url, key, 'test/drip', `kill-${i}`)));
-        expect(await store.credits.openHolds(userId)).to.equal(8);
+        expect(await store.credits.openHoldCount(userId)).to.equal(8);
         const start = 1_000_000_000;
         expect(await store.credits.balance(userId)).to.be.below(start);
 
         expect(await first.stop('SIGKILL')).to.equal(null);
         const ends = await Promise.all(streams.map((s) => s.rest()));
         expect(ends.every((e) => e.broke)).to.equal(true);
-        expect(await store.credits.openHolds(userId)).to.equal(8); // the dead process could not give them back
+        expect(await store.credits.openHoldCount(userId)).to.equal(8); // the dead process could not give them back
 
         if (db.dialect === 'sqlite') {
           const file = new SQLite(db.file, { readonly: true });
@@ -78,7 +78,7 @@ for (const dialect of DIALECTS) {
         }
         second = await startGatewayProcess(env);
         // released during start-up, before the new process served anything
-        expect(await store.credits.openHolds(userId)).to.equal(0);
+        expect(await store.credits.openHoldCount(userId)).to.equal(0);
         expect(await store.credits.balance(userId)).to.equal(start);
         expect(await ledgerMatchesBalances(store)).to.deep.include({ mismatched: [], negative: [] });
         const log = second.logs().split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.msg === 'released credit holds of dead requests');
@@ -127,7 +127,7 @@ describe('e2e: SIGTERM drains in-flight streams', function () {
       expect(rows[0]).to.include({ status: 'success', http_status: 200, prompt_tokens: 2, completion_tokens: 5 });
       expect(Number(rows[0].cost_nano)).to.equal(12_000);
       expect(await store.credits.balance(userId)).to.equal(1_000_000_000 - 12_000);
-      expect(await store.credits.openHolds(userId)).to.equal(0);
+      expect(await store.credits.openHoldCount(userId)).to.equal(0);
       expect(gw.logs()).to.contain('"msg":"stopped"');
     } finally {
       await store.close();
@@ -145,7 +145,7 @@ describe('e2e: SIGTERM drains in-flight streams', function () {
       const rows = await store.usage.byRequestId('drain-2');
       expect(rows).to.have.length(1);
       expect(rows[0]).to.include({ status: 'cancelled', http_status: 499, error_class: 'client_disconnected' });
-      expect(await store.credits.openHolds(userId)).to.equal(0);
+      expect(await store.credits.openHoldCount(userId)).to.equal(0);
       expect(await store.credits.balance(userId)).to.equal(1_000_000_000);
       expect(gw.logs()).to.contain('grace period over');
     } finally {

@@ -87,7 +87,7 @@ describe('e2e: upstream faults survived', function () {
 
   /** Nothing is held and the ledger equals the balance. */
   async function settled() {
-    expect(await gateway.store.credits.openHolds(userId)).to.equal(0);
+    expect(await gateway.store.credits.openHoldCount(userId)).to.equal(0);
     expect(await gateway.store.credits.ledgerSum(userId)).to.equal(await gateway.store.credits.balance(userId));
   }
 

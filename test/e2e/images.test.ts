@@ -128,7 +128,7 @@ describe('e2e: /v1/images/generations with the OpenAI SDK', function () {
     const err = await refusal(s.client(key).images.generate({ model: 'test/image-broken', prompt: 'x' }));
     expect(err.status).to.equal(502);
     expect(await balance()).to.equal(before);
-    expect(await s.gateway.store.credits.openHolds(userId)).to.equal(0);
+    expect(await s.gateway.store.credits.openHoldCount(userId)).to.equal(0);
     const row = (await usageRows()).at(-1)!;
     expect(row).to.include({ endpoint: 'images.generations', status: 'error', http_status: 502 });
     expect(Number(row.cost_nano)).to.equal(0);

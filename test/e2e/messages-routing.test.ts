@@ -87,7 +87,7 @@ describe('e2e: /v1/messages routing, failover, money and errors', function () {
       expect(rows).to.have.length(1);
       expect(rows[0]).to.include({ status: 'cancelled', http_status: 499, error_class: 'client_disconnected', cost_nano: 0 });
       expect(await balance()).to.equal(before);
-      expect(await e.gateway.store.credits.openHolds(userId)).to.equal(0);
+      expect(await e.gateway.store.credits.openHoldCount(userId)).to.equal(0);
     });
   });
 
@@ -217,7 +217,7 @@ for (const dialect of DIALECTS) {
       expect(bal).to.be.at.least(0);
       expect(2_000_000 - bal).to.equal(ok * 10_000);
       expect(await e.gateway.store.credits.ledgerSum(k.userId)).to.equal(bal);
-      expect(await e.gateway.store.credits.openHolds(k.userId)).to.equal(0);
+      expect(await e.gateway.store.credits.openHoldCount(k.userId)).to.equal(0);
     });
   });
 }

@@ -171,7 +171,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
       expect(text).to.equal('w1 w2 w3 ');
       expect(await lastRow()).to.include({ endpoint: 'messages', status: 'error', error_class: 'stream_broken', http_status: 502, cost_nano: 0 });
       expect(await balance()).to.equal(before);
-      expect(await e.gateway.store.credits.openHolds(userId)).to.equal(0);
+      expect(await e.gateway.store.credits.openHoldCount(userId)).to.equal(0);
     });
   });
 

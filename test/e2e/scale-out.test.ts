@@ -96,7 +96,7 @@ describe('e2e: two instances, one PostgreSQL and one Redis', function () {
     expect(lowest).to.be.at.least(0);
     // every success cost exactly 2 prompt + 2 completion tokens = 2 + 4 µ$ = 6,000 nano-USD
     expect(await store.credits.balance(userId)).to.equal(start - 6_000 * count(200));
-    expect(await store.credits.openHolds(userId)).to.equal(0);
+    expect(await store.credits.openHoldCount(userId)).to.equal(0);
     expect(await ledgerMatchesBalances(store)).to.deep.include({ mismatched: [], negative: [] });
   });
 
@@ -116,7 +116,7 @@ describe('e2e: two instances, one PostgreSQL and one Redis', function () {
       expect((await second.json()).error.code).to.equal('circuit_open');
       expect(Number(second.headers.get('retry-after'))).to.be.within(1, 30);
       expect(sim.calls.length).to.equal(calls);
-      expect(await other.store.credits.openHolds(other.userId)).to.equal(0);
+      expect(await other.store.credits.openHoldCount(other.userId)).to.equal(0);
     } finally {
       await other.store.close();
     }

@@ -48,7 +48,7 @@ for (const dialect of DIALECTS) {
       expect((res as any).gateway_usage).to.deep.include({ gateway: 'openai', provider: 'openai', model: 'whisper-1', duration_seconds: 60, duration_source: 'file', cost_usd: 0.006 });
       expect(response.headers.get('x-gateway-model')).to.equal('whisper-1');
       expect(await balance()).to.equal(before - 6_000_000);
-      expect(await s.gateway.store.credits.openHolds(userId)).to.equal(0);
+      expect(await s.gateway.store.credits.openHoldCount(userId)).to.equal(0);
       const call = s.sim.calls.at(-1)!;
       expect(call.path).to.equal('/v1/audio/transcriptions');
       expect(call.fields).to.deep.include({ model: 'whisper-1', response_format: 'json' });
@@ -63,7 +63,7 @@ for (const dialect of DIALECTS) {
       const err = await refusal(s.client(key).audio.transcriptions.create({ model: 'test/whisper-broken', file: await toFile(pcmWav(30), 'a.wav') }));
       expect(err.status).to.equal(502);
       expect(await balance()).to.equal(before);
-      expect(await s.gateway.store.credits.openHolds(userId)).to.equal(0);
+      expect(await s.gateway.store.credits.openHoldCount(userId)).to.equal(0);
       const row = (await usageRows()).at(-1)!;
       expect(row).to.include({ endpoint: 'audio.transcriptions', status: 'error', http_status: 502 });
       expect(Number(row.cost_nano)).to.equal(0);

@@ -258,7 +258,7 @@ describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
     // the hold is open: the ledger sums to the balance plus it
     expect(await store.credits.ledgerSum(uid)).to.equal(1000);
     expect(await store.credits.openHoldSum(uid)).to.equal(300);
-    expect(await store.credits.openHolds(uid)).to.equal(1);
+    expect(await store.credits.openHoldCount(uid)).to.equal(1);
     const { rows } = await sql<{ n: number }>`select count(*) as n from scratch`.execute(store.db);
     expect(Number(rows[0].n)).to.equal(0);
   });
@@ -278,6 +278,6 @@ describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
     expect(await store.credits.balance(uid)).to.equal(700);
     expect(await store.credits.openHoldSum(uid)).to.equal(300);
     expect(await store.credits.ledgerSum(uid)).to.equal(1000);
-    expect(await store.credits.openHolds(uid)).to.equal(2);
+    expect(await store.credits.openHoldCount(uid)).to.equal(2);
   });
 });

@@ -63,7 +63,7 @@ for (const dialect of DIALECTS) {
       const tracker = new InstanceTracker(store, createLogger('silent'), 1000);
       await tracker.start();
       // released: dead pid, silent, stopped, unregistered (orphans) and the expired one; kept: remote-live, local-live
-      expect(await store.credits.openHolds(uid)).to.equal(2);
+      expect(await store.credits.openHoldCount(uid)).to.equal(2);
       expect(await store.credits.balance(uid)).to.equal(1_000_000 - 8_000);
       // the two kept (2,000 + 6,000) are still open: the ledger sums to the balance plus them
       expect(await store.credits.openHoldSum(uid)).to.equal(8_000);
@@ -75,7 +75,7 @@ for (const dialect of DIALECTS) {
       const row = await store.db.selectFrom('credit_holds').select('instance_id').where('id', '=', 'h-mine').executeTakeFirstOrThrow();
       expect(row.instance_id).to.equal(tracker.id);
       await tracker.stop();
-      expect(await store.credits.openHolds(uid)).to.equal(2);
+      expect(await store.credits.openHoldCount(uid)).to.equal(2);
       const [me] = await store.instances.get([tracker.id]);
       expect(me.stopped_at).to.be.a('number');
       await other.close();

@@ -60,7 +60,7 @@ for (const dialect of DIALECTS) {
       expect(await store.credits.release('h3')).to.equal(0);
       expect(await store.credits.balance(uid)).to.equal(880_000_000);
       expect(await store.credits.ledgerSum(uid)).to.equal(880_000_000);
-      expect(await store.credits.openHolds(uid)).to.equal(0);
+      expect(await store.credits.openHoldCount(uid)).to.equal(0);
     });
 
     it('credits: likelyCovers trusts the balance this process\'s last hold, settle or grant left, less what is pending', async () => {
@@ -134,7 +134,7 @@ for (const dialect of DIALECTS) {
       expect(holds.map((h) => h.status)).to.deep.equal(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
       expect(holds.map((h) => (h.status === 'fulfilled' ? h.value : 'error'))).to.deep.equal([true, false, true, 'error', true]);
       expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([0, 0]);
-      expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([2, 1]);
+      expect([await store.credits.openHoldCount(a), await store.credits.openHoldCount(b)]).to.deep.equal([2, 1]);
       // while holds are open the ledger holds only the grants: it sums to the balance plus the open holds
       expect([await store.credits.ledgerSum(a), await store.credits.ledgerSum(b)]).to.deep.equal([100, 50]);
       expect([await store.credits.openHoldSum(a), await store.credits.openHoldSum(b)]).to.deep.equal([100, 50]);
@@ -147,7 +147,7 @@ for (const dialect of DIALECTS) {
       expect(settles).to.deep.equal([30, 0, 50, 0]);
       expect([await store.credits.balance(a), await store.credits.balance(b)]).to.deep.equal([70, 0]);
       expect([await store.credits.ledgerSum(a), await store.credits.ledgerSum(b)]).to.deep.equal([70, 0]);
-      expect([await store.credits.openHolds(a), await store.credits.openHolds(b)]).to.deep.equal([0, 0]);
+      expect([await store.credits.openHoldCount(a), await store.credits.openHoldCount(b)]).to.deep.equal([0, 0]);
       // the ledger in the order the writes were made: one charge per settled request, nothing for a release
       expect((await store.credits.ledger(a)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([
         ['grant', 100, null], ['charge', -30, dup]]);
