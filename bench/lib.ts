@@ -18,6 +18,8 @@ export const MODEL = 'sim/echo';
 export const STREAM_MODEL = 'sim/chunks-20';
 /** 20 chunks 10 ms apart, as a model writes (~100 chunks/s): the latency a stream's reader sees. */
 export const PACED_MODEL = 'sim/chunks-20-every-10ms';
+/** How long one PACED_MODEL stream lasts: the span over which the workers' first requests are spread. */
+export const PACED_STREAM_MS = 200;
 export const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 
 export const children: ChildProcess[] = [];
@@ -110,14 +112,21 @@ export async function throughput(url: string, key: string, connections: number, 
   return { rps: Math.round(r.requests.average), errors: r.errors + r.non2xx + r.timeouts, p50: r.latency.p50, p99: r.latency.p99 };
 }
 
-/** Streams at a fixed concurrency: time to first body byte and total, per request. */
-export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL) {
+/**
+ * Streams at a fixed concurrency: time to first body byte and total, per request. `spreadMs`: the workers' first
+ * requests are spread evenly over that long (worker i starts i·spreadMs/concurrency ms late) instead of all at
+ * once. Streams of equal length started together stay together: each worker's next request follows its last one,
+ * so the `concurrency` requests keep arriving within the same millisecond, stream after stream (docs/PERFORMANCE.md,
+ * session 9).
+ */
+export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0) {
   const ttfb: number[] = [];
   const full: number[] = [];
   let errors = 0;
   let next = 0;
   const body = chatBody(model, true);
-  async function worker() {
+  async function worker(i: number) {
+    if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
     while (next < total) {
       next++;
       const t0 = process.hrtime.bigint();
@@ -132,7 +141,7 @@ export async function streaming(url: string, key: string, concurrency: number, t
       if (res.statusCode !== 200 || !text.includes('[DONE]')) errors++;
     }
   }
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
   ttfb.sort((a, b) => a - b);
   full.sort((a, b) => a - b);
   return { ttfbP50: round(pct(ttfb, 50), 3), ttfbP99: round(pct(ttfb, 99), 3), totalP50: round(pct(full, 50), 3), errors };

@@ -7,8 +7,11 @@
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total, with the chunks sent as fast
  *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
- *      10 ms apart as a model writes (paced: the latency a reader sees); and one stream at a time (the time to
- *      first byte with nothing else running: the gateway's own path to the first byte);
+ *      10 ms apart as a model writes (paced: the latency a reader sees), paced twice: with the 16 streams'
+ *      starts spread over one stream's length (16 streams open at any moment, arriving one at a time) and with
+ *      all 16 started together (they then keep arriving together, 16 requests within a millisecond, stream after
+ *      stream); and one stream at a time (the time to first byte with nothing else running: the gateway's own
+ *      path to the first byte);
  *   4. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
  *      load phases (once V8's memory reducer ran), and on a freshly started gateway 1,000 concurrent open streams:
  *      its peak RSS and RSS per stream.
@@ -23,7 +26,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PACED_MODEL, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -78,11 +81,12 @@ async function main() {
     log(`${label}: warming up`);
     for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
     for (let i = 0; i < rounds; i++) {
-      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst, paced and one at a time (direct, bare proxy, gateway)`);
+      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
       for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
       for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
       for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
       for (const [who, url, key] of targets) push(who, 'paced', await streaming(url, key, 16, paced, PACED_MODEL));
+      for (const [who, url, key] of targets) push(who, 'pacedSpread', await streaming(url, key, 16, paced, PACED_MODEL, PACED_STREAM_MS));
       for (const [who, url, key] of targets) push(who, 'single', await streaming(url, key, 1, single));
     }
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
@@ -97,7 +101,7 @@ async function main() {
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled };
     fresh.stop();
-    // each measure (c1, c64, stream, paced, single) as the median of its rounds
+    // each measure (c1, c64, stream, paced, pacedSpread, single) as the median of its rounds
     const summary = (who: string) => Object.fromEntries(Object.entries(runs[who]).map(([what, xs]) => [what, medianOf(xs)]));
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
@@ -116,9 +120,12 @@ async function main() {
   add('stream burst TTFB p50 ms', (x) => String(x.stream.ttfbP50));
   add('stream burst total p50 ms', (x) => String(x.stream.totalP50));
   add('stream burst errors', (x) => String(x.stream.errors));
-  add('stream paced TTFB p50 ms', (x) => String(x.paced.ttfbP50));
-  add('stream paced total p50 ms', (x) => String(x.paced.totalP50));
-  add('stream paced errors', (x) => String(x.paced.errors));
+  add('stream paced, starts spread: TTFB p50 ms', (x) => String(x.pacedSpread.ttfbP50));
+  add('stream paced, starts spread: total p50 ms', (x) => String(x.pacedSpread.totalP50));
+  add('stream paced, starts spread: errors', (x) => String(x.pacedSpread.errors));
+  add('stream paced, 16 together: TTFB p50 ms', (x) => String(x.paced.ttfbP50));
+  add('stream paced, 16 together: total p50 ms', (x) => String(x.paced.totalP50));
+  add('stream paced, 16 together: errors', (x) => String(x.paced.errors));
   add('stream c=1 TTFB p50 ms', (x) => String(x.single.ttfbP50));
   add('stream c=1 total p50 ms', (x) => String(x.single.totalP50));
   const derived: Record<string, any> = {};
@@ -133,6 +140,8 @@ async function main() {
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
+      added_ttfb_paced_spread_p50_ms: round(g.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
+      bare_added_ttfb_paced_spread_p50_ms: round(g.bare.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
       added_ttfb_c1_p50_ms: round(g.single.ttfbP50 - g.direct.single.ttfbP50, 3),
       bare_added_ttfb_c1_p50_ms: round(g.bare.single.ttfbP50 - g.direct.single.ttfbP50, 3),
       rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_when_load_ended_mb: g.memory.quietStartMb, idle_rss_settled_after_s: g.memory.settledAfterS, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
