@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Breakers } from '../../src/engine/breaker.js';
 import { costOf, worstCaseNano, estimatePromptTokens } from '../../src/engine/pricing.js';
 import { Readable } from 'node:stream';
-import { openaiEvents } from '../../src/providers/openai/index.js';
+import { openaiEvents, OpenAIStreamMapper } from '../../src/providers/openai/index.js';
 import { parseChatRequest, toOpenAIRequest } from '../../src/wire/openai-chat.js';
 import { OpenAIChunkWriter, toCompletion } from '../../src/wire/openai-stream.js';
 import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
@@ -104,6 +104,72 @@ describe('unit: OpenAI wire mapping', () => {
     for await (const e of openaiEvents(body)) evs.push(e);
     expect(evs.map((e) => e.type)).to.deep.equal(['start', 'tool_call_start', 'tool_call_delta', 'text', 'finish', 'usage', 'end']);
     expect(evs[5]).to.deep.include({ usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 } });
+  });
+
+  describe('text chunks read from a template (no JSON parse per chunk)', () => {
+    // An OpenAI-shaped chunk as servers write it (fixed field order; `usage: null` until the last chunk).
+    const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}) => JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1,
+      model: 'chunks-20', system_fingerprint: 'fp', choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], usage: null, ...extra });
+    const texts = (evs: StreamEvent[]) => evs.filter((e) => e.type === 'text').map((e) => (e as { text: string }).text);
+    /** Runs `datas` through a mapper, counting JSON.parse calls made meanwhile. */
+    function run(datas: string[]) {
+      const m = new OpenAIStreamMapper();
+      const parse = JSON.parse;
+      let parses = 0;
+      JSON.parse = ((...a: Parameters<typeof parse>) => { parses++; return parse(...a); }) as typeof parse;
+      try {
+        const out: StreamEvent[] = [];
+        for (const d of datas) out.push(...m.map(d));
+        return { out, parses };
+      } finally {
+        JSON.parse = parse;
+      }
+    }
+
+    it('gives the same events as parsing, for texts with quotes, escapes, unicode and strings found elsewhere in the chunk', () => {
+      const words = ['Hello', ' world', ' "quoted"', ' back\\slash', ' é ü 漢字 🙂', ' line\nbreak', ' tab\t', ' \u2028', '', 'chunks-20', 'chatcmpl-1', 'fp', ' end'];
+      const datas = [chunk({ role: 'assistant', content: '' }), ...words.map((w) => chunk({ content: w })),
+        JSON.stringify({ id: 'chatcmpl-1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }),
+        JSON.stringify({ id: 'chatcmpl-1', choices: [], usage: { prompt_tokens: 3, completion_tokens: 13 } })];
+      const { out } = run(datas);
+      expect(out[0]).to.deep.equal({ type: 'start', id: 'chatcmpl-1', model: 'chunks-20' });
+      expect(texts(out)).to.deep.equal(words.filter(Boolean));
+      expect(out.filter((e) => e.type === 'text').every((e) => (e as { index: number }).index === 0)).to.equal(true);
+      expect(out.slice(-2).map((e) => e.type)).to.deep.equal(['finish', 'usage']);
+    });
+
+    it('parses only the chunks that are not plain text deltas of the same shape', () => {
+      const words = Array.from({ length: 18 }, (_, i) => ` w${i}`);
+      const datas = [chunk({ role: 'assistant', content: '' }), ...words.map((w) => chunk({ content: w })), chunk({}, { choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }] })];
+      const { out, parses } = run(datas);
+      expect(texts(out)).to.deep.equal(words);
+      // the role chunk, the first text (plus its template check) and the finish chunk; not the 17 texts after
+      expect(parses).to.equal(4);
+    });
+
+    it('decodes escapes the upstream chose, and falls back to the parse for anything but one string literal', () => {
+      const [pre, post] = chunk({ content: '\u0000' }).split('"\\u0000"');
+      const raw = (lit: string) => `${pre}${lit}${post}`;
+      const { out } = run([chunk({ role: 'assistant', content: '' }), raw('"a"'), raw('"caf\\u00e9 \\/ \\"x\\""'), raw('"b","refusal":"c"'), raw('"d"')]);
+      expect(texts(out)).to.deep.equal(['a', 'café / "x"', 'b', 'd']);
+      // a raw control character is not JSON: the stream is broken, as when every chunk was parsed
+      const m = new OpenAIStreamMapper();
+      m.map(chunk({ role: 'assistant', content: '' }));
+      m.map(raw('"a"'));
+      expect(() => m.map(raw('"x\u0001y"'))).to.throw(UpstreamError).with.property('kind', 'stream_broken');
+    });
+
+    it('keeps every event of other shapes: a second choice, tool calls, usage riding on a text chunk, a field that varies per chunk', () => {
+      const two = (i: number, text: string) => JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {} }, { index: 1, delta: { content: text } }] });
+      const { out } = run([chunk({ role: 'assistant', content: '' }), two(1, 'x'), two(1, 'y'), chunk({ content: 'z' }),
+        chunk({ content: 'z2' }, { usage: { prompt_tokens: 1, completion_tokens: 2 } }),
+        chunk({ content: 'q', tool_calls: [{ index: 0, id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }),
+        ...['o1', 'o2', 'o3'].map((w, i) => chunk({ content: w }, { obfuscation: 'x'.repeat(i + 1) }))]);
+      expect(out.filter((e) => e.type === 'text').map((e) => [(e as { index: number }).index, (e as { text: string }).text]))
+        .to.deep.equal([[1, 'x'], [1, 'y'], [0, 'z'], [0, 'z2'], [0, 'q'], [0, 'o1'], [0, 'o2'], [0, 'o3']]);
+      expect(out.filter((e) => e.type === 'usage')).to.have.length(1);
+      expect(out.filter((e) => e.type === 'tool_call_start' || e.type === 'tool_call_delta').map((e) => e.type)).to.deep.equal(['tool_call_start', 'tool_call_delta']);
+    });
   });
 
   it('a stream without [DONE] or with malformed JSON is broken', async () => {
