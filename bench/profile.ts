@@ -1,7 +1,8 @@
 /**
  * npm run bench:profile: where the gateway's CPU goes under load. Starts the simulator and the gateway (embedded
  * SQLite, or PostgreSQL with --postgres) under `node --cpu-prof`, drives non-streaming chat at concurrency 64
- * (--stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes),
+ * (--stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes, the 16
+ * streams started together; --spread: paced, with their starts spread over one stream's length),
  * stops the gateway cleanly so the profile is written, and prints self time by package/file and by function. The
  * profile lands in bench/results/profile/ (open it in Chrome DevTools for the call tree). Flags: --seconds N
  * (default 10).
@@ -9,11 +10,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, log, startTs, streaming, throughput } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, log, startTs, streaming, throughput } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const SECONDS = Number(arg('--seconds') ?? 10);
-const PACED = process.argv.includes('--paced');
+const SPREAD = process.argv.includes('--spread');
+const PACED = SPREAD || process.argv.includes('--paced');
 const STREAM = PACED || process.argv.includes('--stream');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -48,8 +50,10 @@ async function main() {
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: PG_URL } : {};
   const gw = await benchGateway('profile', env, sim.match[1], ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  log(STREAM ? `${PACED ? 'paced ' : ''}streaming at concurrency 16 for ~${SECONDS} s` : `concurrency 64 for ${SECONDS} s`);
-  const r = STREAM ? await streaming(gw.url, gw.key, 16, SECONDS * (PACED ? 70 : 300), PACED ? PACED_MODEL : STREAM_MODEL) : await throughput(gw.url, gw.key, 64, SECONDS);
+  log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency 16 for ~${SECONDS} s` : `concurrency 64 for ${SECONDS} s`);
+  const r = STREAM
+    ? await streaming(gw.url, gw.key, 16, SECONDS * (PACED ? 70 : 300), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
+    : await throughput(gw.url, gw.key, 64, SECONDS);
   log(`load: ${JSON.stringify(r)}`);
   const exited = new Promise((resolve) => gw.child.once('exit', resolve));
   gw.stop();
