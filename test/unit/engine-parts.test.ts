@@ -159,6 +159,17 @@ describe('unit: OpenAI wire mapping', () => {
       expect(() => m.map(raw('"x\u0001y"'))).to.throw(UpstreamError).with.property('kind', 'stream_broken');
     });
 
+    it('learns no template from a literal found in the wrong place: a text equal to the id, an upstream escaping its text', () => {
+      // The text equals the id: its literal appears twice, so the chunk is not taken as a template; the next one is.
+      const first = run([chunk({ role: 'assistant', content: '' }), chunk({ content: 'chatcmpl-1' }), chunk({ content: 'x' }), chunk({ content: 'y' })]);
+      expect(texts(first.out)).to.deep.equal(['chatcmpl-1', 'x', 'y']);
+      // The upstream writes "A" as "\u0041": the literal JSON.stringify gives ("A") is only the model's value. A
+      // template split there would read the next chunk's model as its text; the probe check refuses it.
+      const escaped = (model: string) => `{"id":"c","model":"${model}","choices":[{"index":0,"delta":{"content":"\\u0041"}}]}`;
+      const second = run([chunk({ role: 'assistant', content: '' }), escaped('A'), escaped('Z')]);
+      expect(texts(second.out)).to.deep.equal(['A', 'A']);
+    });
+
     it('keeps every event of other shapes: a second choice, tool calls, usage riding on a text chunk, a field that varies per chunk', () => {
       const two = (i: number, text: string) => JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {} }, { index: 1, delta: { content: text } }] });
       const { out } = run([chunk({ role: 'assistant', content: '' }), two(1, 'x'), two(1, 'y'), chunk({ content: 'z' }),
