@@ -411,19 +411,26 @@ class IdleWatch {
     }, delay);
   }
 
-  async next<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
-    if (this.timedOut) throw this.timeout();
+  /** The next step of `it` (one promise of its own per event, not an async function's two). */
+  next<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
+    if (this.timedOut) return Promise.reject(this.timeout());
     this.waitingSince = performance.now();
     if (!this.timer && !this.stopped) this.arm(this.ms);
+    let pending: Promise<IteratorResult<T>>;
     try {
-      const step = await it.next();
+      pending = it.next();
+    } catch (err) {
+      this.waitingSince = null;
+      return Promise.reject(this.timedOut ? this.timeout() : err);
+    }
+    return pending.then((step) => {
+      this.waitingSince = null;
       if (this.timedOut) throw this.timeout(); // an iterator that ended quietly on the abort
       return step;
-    } catch (err) {
-      throw this.timedOut ? this.timeout() : err;
-    } finally {
+    }, (err) => {
       this.waitingSince = null;
-    }
+      throw this.timedOut ? this.timeout() : err;
+    });
   }
 
   private timeout(): UpstreamError {

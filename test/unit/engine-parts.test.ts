@@ -215,3 +215,48 @@ describe('unit: OpenAI wire mapping', () => {
     expect(c.choices[0].message).to.deep.equal({ role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{}' } }] });
   });
 });
+
+describe('unit: SSE frames to a slow reader', () => {
+  it('writeFrame hands back a promise only when the socket is full, settled once the reader has drained it', async () => {
+    const { writeFrame } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    let served: (res: import('node:http').ServerResponse) => void = () => {};
+    const got = new Promise<import('node:http').ServerResponse>((r) => (served = r));
+    const server = http.createServer((_req, res) => served(res)).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    // A raw client that sends a request and does not read the answer until told to.
+    const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+    client.pause();
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const res = await got;
+    try {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const frame = `data: ${'x'.repeat(256 * 1024)}\n\n`;
+      expect(writeFrame(res, 'data: {"small":true}\n\n'), 'room in the socket: nothing to wait for').to.equal(undefined);
+      // Frames go on until one's promise stays pending: the kernel's buffers too are full.
+      let stuck: Promise<void> | undefined;
+      let waits = 0;
+      for (let i = 0; i < 4000 && !stuck; i++) {
+        const full = writeFrame(res, frame);
+        if (!full) continue;
+        waits++;
+        const drained = await Promise.race([full.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 200))]);
+        if (!drained) stuck = full;
+      }
+      expect(waits, 'a frame over the stream\'s buffer hands back a promise').to.be.greaterThan(0);
+      expect(stuck, 'the reader does not read: the socket stays full').to.be.instanceOf(Promise);
+      let drained = false;
+      void stuck!.then(() => { drained = true; });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(drained, 'still full while nobody reads').to.equal(false);
+      client.resume();
+      await stuck;
+      expect(drained).to.equal(true);
+    } finally {
+      client.destroy();
+      res.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
