@@ -193,6 +193,36 @@ describe('unit: OpenAI wire mapping', () => {
     }
   });
 
+  it('delivers the events before a failure, then the failure; reads nothing after [DONE]; an early stop lets go of the body', async () => {
+    const data = (text: string) => `data: ${JSON.stringify({ id: 'x', model: 'm', choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
+    const collect = async (chunks: string[]) => {
+      const evs: StreamEvent[] = [];
+      try {
+        for await (const e of openaiEvents(Readable.from(chunks.map((c) => Buffer.from(c))))) evs.push(e);
+        return { evs, err: undefined };
+      } catch (err) {
+        return { evs, err };
+      }
+    };
+    // malformed JSON after two good events in the same network chunk
+    const bad = await collect([data('a') + data('b') + 'data: {"choices": [\n\n']);
+    expect(bad.evs.map((e) => e.type === 'text' ? e.text : e.type)).to.deep.equal(['start', 'a', 'b']);
+    expect(bad.err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+    // what follows [DONE] is not read as events; `end` closes the stream
+    const done = await collect([data('a'), 'data: [DONE]\n\n' + data('after')]);
+    expect(done.err).to.equal(undefined);
+    expect(done.evs.map((e) => e.type === 'text' ? e.text : e.type)).to.deep.equal(['start', 'a', 'end']);
+    // a consumer that stops early: the body (still open upstream) is let go, and the iterator is done
+    const body = new Readable({ read() {} });
+    body.push(Buffer.from(data('a')));
+    const it = openaiEvents(body);
+    expect((await it.next()).value).to.deep.include({ type: 'start' });
+    expect((await it.next()).value).to.deep.include({ type: 'text', text: 'a' });
+    expect(await it.return!()).to.deep.equal({ value: undefined, done: true });
+    expect(body.destroyed, 'the body is let go').to.equal(true);
+    expect(await it.next()).to.deep.equal({ value: undefined, done: true });
+  });
+
   it('writes OpenAI chunks: role first, usage chunk only when asked, then [DONE]', () => {
     const w = new OpenAIChunkWriter('chatcmpl-1', 'dev/m', 1, true);
     const frames = [w.write({ type: 'start', id: 'u', model: 'm' }), w.write({ type: 'text', index: 0, text: 'Hi' }),

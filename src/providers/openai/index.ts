@@ -172,28 +172,119 @@ export class OpenAIStreamMapper {
 const broken = (err: unknown) =>
   (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
 
+const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
+
 /**
- * An upstream body -> internal events with one async step per network chunk: each chunk is parsed (SSE) and
- * mapped synchronously, instead of passing every event through an SSE generator and a mapping generator.
+ * An upstream body -> internal events. Each network chunk is parsed (SSE) and mapped synchronously into a queue,
+ * and `next()` hands out queued events as settled promises: one microtask step per event, where an async generator
+ * takes three (its `yield` awaits the value, then settles the caller's promise). The body is read only when the
+ * queue is empty. The rules are the generator's that came before: events before a failure are delivered, then the
+ * failure (as `stream_broken` unless it already is an UpstreamError); `[DONE]` ends the reading (the rest of the
+ * body is read off, so the connection is kept) and `end` follows; a body that ends without `[DONE]` is broken.
+ * `return()` (a consumer stopping early) lets go of the body, after a read in progress.
  */
-export async function* openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncGenerator<StreamEvent> {
-  const parser = new SseParser();
-  const mapper = new OpenAIStreamMapper();
-  try {
-    read: for await (const chunk of bodyChunks(body)) {
-      for (const item of parser.push(chunk)) {
-        if (typeof item === 'string') continue;
-        const events = mapper.map(item.data);
-        for (let i = 0; i < events.length; i++) yield events[i];
-        if (mapper.done) break read;
+class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
+  private readonly parser = new SseParser();
+  private readonly mapper = new OpenAIStreamMapper();
+  private readonly chunks: AsyncIterator<Buffer>;
+  private queue: StreamEvent[] = [];
+  private at = 0;
+  /** Nothing more will be read: the queue (and then `failure`, if any) is all that is left. */
+  private finished = false;
+  private failure: unknown;
+  private reading: Promise<IteratorResult<StreamEvent>> | undefined;
+
+  constructor(body: Parameters<typeof bodyChunks>[0]) {
+    this.chunks = bodyChunks(body)[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamEvent>> {
+    if (this.reading) return this.reading.then(() => this.next(), () => this.next()); // one read at a time
+    if (this.at < this.queue.length) return Promise.resolve({ value: this.queue[this.at++], done: false });
+    if (this.finished) return this.last();
+    this.reading = this.read();
+    return this.reading;
+  }
+
+  async return(): Promise<IteratorResult<StreamEvent>> {
+    if (this.reading) await this.reading.catch(() => undefined);
+    if (!this.finished) {
+      this.finished = true;
+      await this.chunks.return?.();
+    }
+    this.queue = [];
+    this.at = 0;
+    this.failure = undefined;
+    return DONE;
+  }
+
+  /** After the queue: the failure once, then done. */
+  private last(): Promise<IteratorResult<StreamEvent>> {
+    if (this.failure === undefined) return Promise.resolve(DONE);
+    const failure = this.failure;
+    this.failure = undefined;
+    return Promise.reject(failure);
+  }
+
+  /** Reads chunks until the queue has an event or nothing more will come. */
+  private async read(): Promise<IteratorResult<StreamEvent>> {
+    this.queue = [];
+    this.at = 0;
+    while (!this.finished && !this.queue.length) {
+      try {
+        const step = await this.chunks.next();
+        if (step.done) this.endOfBody();
+        else this.take(step.value);
+      } catch (err) {
+        this.fail(err);
+      }
+      if (this.mapper.done && !this.finished) {
+        // [DONE]: the rest of the body is read off, then `end`.
+        this.finished = true;
+        await this.chunks.return?.();
+        this.queue.push({ type: 'end' });
       }
     }
-    if (!mapper.done) {
-      for (const item of parser.end()) if (typeof item !== 'string') yield* mapper.map(item.data);
-    }
-  } catch (err) {
-    throw broken(err);
+    this.reading = undefined;
+    return this.at < this.queue.length ? { value: this.queue[this.at++], done: false } : this.last();
   }
-  if (!mapper.done) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
-  yield { type: 'end' };
+
+  /** One network chunk's events into the queue, up to `[DONE]` or a failure (the events before it are kept). */
+  private take(chunk: Buffer): void {
+    try {
+      for (const item of this.parser.push(chunk)) {
+        if (typeof item === 'string') continue;
+        const events = this.mapper.map(item.data);
+        for (let i = 0; i < events.length; i++) this.queue.push(events[i]);
+        if (this.mapper.done) return;
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private endOfBody(): void {
+    if (!this.mapper.done) {
+      try {
+        for (const item of this.parser.end()) if (typeof item !== 'string') for (const ev of this.mapper.map(item.data)) this.queue.push(ev);
+      } catch (err) {
+        return this.fail(err);
+      }
+    }
+    if (!this.mapper.done) return this.fail(new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]'));
+  }
+
+  private fail(err: unknown): void {
+    this.finished = true;
+    this.failure = broken(err);
+    void this.chunks.return?.();
+  }
+}
+
+export function openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncIterableIterator<StreamEvent> {
+  return new OpenAIEvents(body);
 }
