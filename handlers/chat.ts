@@ -84,7 +84,6 @@ export const createChatCompletion: Handler = async (ctx) => {
   try {
     for await (const ev of stream.events) {
       if (ev.type === 'text' && ev.index === 0) reply += ev.text;
-      // writeFrame returns a promise only when the socket is full: no await (one more microtask per event) otherwise.
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
       if (abort.signal.aborted) break;

@@ -28,7 +28,6 @@ export const createMessage: Handler = async (ctx) => {
   startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel, 'X-Request-Id': ctx.requestId });
   try {
     for await (const ev of stream.events) {
-      // writeFrame returns a promise only when the socket is full: no await (one more microtask per event) otherwise.
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
       if (abort.signal.aborted) break;

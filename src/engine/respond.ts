@@ -29,7 +29,10 @@ function corkForTick(res: ServerResponse): void {
   process.nextTick(uncork, res);
 }
 
-/** Writes a frame; resolves when the socket can take more. */
+/**
+ * Writes a frame. Returns a promise (resolved when the socket can take more) only when the socket is full; callers
+ * await it only then, since awaiting the usual `undefined` costs a microtask step per stream event.
+ */
 export function writeFrame(res: ServerResponse, frame: string): Promise<void> | void {
   if (!frame || res.writableEnded || res.destroyed) return;
   corkForTick(res);
