@@ -198,7 +198,7 @@ export async function benchGateway(label: string, env: Record<string, string>, s
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
-  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.resolve(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const gw = { child };
   const url = `http://127.0.0.1:${port}`;

@@ -326,51 +326,136 @@ export class ChatEngine {
     const { offer, attempts, startedAt } = got;
     const ttftMs = Date.now() - started;
     let served: Served | undefined;
-    const engine = this;
 
-    async function* events(): AsyncGenerator<StreamEvent> {
-      let usage: Usage | null = null;
-      let chars = 0;
-      let ended = false;
-      let failure: unknown;
-      try {
-        let step = got.value.first;
-        while (!step.done) {
-          const ev = step.value;
-          if (ev.type === 'usage') usage = ev.usage;
-          else if (ev.type === 'text' || ev.type === 'thinking') chars += ev.text.length;
-          else if (ev.type === 'tool_call_delta') chars += ev.arguments.length;
-          else if (ev.type === 'end') ended = true;
-          yield ev;
-          step = await got.value.watch.next(got.value.it);
-        }
-        if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
-      } catch (err) {
-        failure = err instanceof UpstreamError ? withoutKey(err, engine.target(offer).apiKey) : err;
-        throw failure;
-      } finally {
+    const events = new EngineEvents(got.value.first, () => got.value.watch.next(got.value.it),
+      (err) => (err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err),
+      async ({ ended, failed, failure, usage, chars }) => {
         got.value.watch.stop();
         const latencyMs = Date.now() - started;
         if (ended) {
-          await engine.observe(offer, true, 'success', Date.now() - startedAt, null);
+          await this.observe(offer, true, 'success', Date.now() - startedAt, null);
           const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
-          const cost = costOf(offer, u, engine.d.config.priceMarkup);
-          const charged = await engine.d.store.credits.settle(hold.id, cost.totalNano);
+          const cost = costOf(offer, u, this.d.config.priceMarkup);
+          const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
           served = { offer, attempts, latencyMs, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
-          engine.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, ttftMs, null);
+          this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, ttftMs, null);
         } else {
           // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
-          await engine.d.store.credits.release(hold.id);
+          await this.d.store.credits.release(hold.id);
           await got.value.it.return?.().catch(() => undefined);
-          const cancelled = ctx.signal.aborted || failure === undefined;
+          const cancelled = ctx.signal.aborted || !failed;
           const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
-          if (!cancelled) await engine.observe(offer, false, outcomeOf(e), latencyMs, e.message);
-          engine.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
+          if (!cancelled) await this.observe(offer, false, outcomeOf(e), latencyMs, e.message);
+          this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
             cancelled ? 'client_disconnected' : e.kind);
         }
-      }
+      });
+    return { offer, events, served: () => served };
+  }
+}
+
+/** How an opened stream's events ended, for the engine's settle-or-release step. */
+export interface StreamEnd {
+  /** The upstream's terminator (the `end` event) was handed on. */
+  ended: boolean;
+  /** The events ended in `failure` (the consumer sees it); otherwise they ended or the consumer stopped. */
+  failed: boolean;
+  failure: unknown;
+  /** The last `usage` event, if any. */
+  usage: Usage | null;
+  /** Characters of text, thinking and tool-call arguments handed on (the completion estimate without usage). */
+  chars: number;
+}
+
+const DONE: IteratorResult<StreamEvent> = Object.freeze({ done: true, value: undefined });
+const done = () => DONE;
+
+/**
+ * The events of an opened stream as the engine hands them on: `first`, then each `step()` (the upstream's next
+ * event through its idle watch), counted on the way. `close` runs exactly once, when they end for any reason:
+ * - the upstream ended: after its terminator the last `next()` resolves done once `close` finished (the settle
+ *   is committed before the consumer sees the end); ended without its terminator, `next()` rejects with a
+ *   `stream_broken` UpstreamError after `close`;
+ * - a step failed: `next()` rejects with `mapError(err)` after `close`;
+ * - the consumer stopped (`return()`, e.g. a `break` out of `for await`): `return()` resolves after `close`.
+ * A `close` that fails replaces the outcome with its own error. After the end `next()` and `return()` resolve
+ * done. Calls are taken one at a time, as an async generator takes them: a `next()` or `return()` made while a
+ * `next()` is pending waits for it.
+ * This is what an async generator with a `finally` did (until session 10); a generator's `yield` costs three
+ * microtask steps per event, this one step.
+ */
+export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
+  private usage: Usage | null = null;
+  private chars = 0;
+  private ended = false;
+  private first: IteratorResult<StreamEvent> | undefined;
+  /** Set once `close` was started: the outcome of the end. */
+  private closed: Promise<IteratorResult<StreamEvent>> | undefined;
+  /** The `next()` in progress, if any. */
+  private pending: Promise<IteratorResult<StreamEvent>> | undefined;
+
+  constructor(first: IteratorResult<StreamEvent>, private readonly step: () => Promise<IteratorResult<StreamEvent>>,
+    private readonly mapError: (err: unknown) => unknown, private readonly close: (end: StreamEnd) => Promise<void>) {
+    this.first = first;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamEvent>> {
+    if (this.closed) return this.closed.then(done, done);
+    if (this.pending) return this.pending.then(() => this.next(), () => this.next());
+    const first = this.first;
+    if (first) {
+      this.first = undefined;
+      return Promise.resolve(this.take(first));
     }
-    return { offer, events: events(), served: () => served };
+    let step: Promise<IteratorResult<StreamEvent>>;
+    try {
+      step = this.step();
+    } catch (err) {
+      return this.fail(err);
+    }
+    return (this.pending = step.then(this.take, this.fail));
+  }
+
+  return(): Promise<IteratorResult<StreamEvent>> {
+    if (this.closed) return this.closed.then(done, done);
+    if (this.pending) return this.pending.then(() => this.return(), () => this.return());
+    return this.finish(false, undefined);
+  }
+
+  private readonly take = (step: IteratorResult<StreamEvent>): IteratorResult<StreamEvent> | Promise<IteratorResult<StreamEvent>> => {
+    this.pending = undefined;
+    if (step.done) {
+      return this.ended ? this.finish(false, undefined)
+        : this.finish(true, new UpstreamError('stream_broken', 'upstream stream ended without its terminator'));
+    }
+    const ev = step.value;
+    if (ev.type === 'usage') this.usage = ev.usage;
+    else if (ev.type === 'text' || ev.type === 'thinking') this.chars += ev.text.length;
+    else if (ev.type === 'tool_call_delta') this.chars += ev.arguments.length;
+    else if (ev.type === 'end') this.ended = true;
+    return step;
+  };
+
+  private readonly fail = (err: unknown): Promise<IteratorResult<StreamEvent>> => {
+    this.pending = undefined;
+    return this.finish(true, this.mapError(err));
+  };
+
+  private finish(failed: boolean, failure: unknown): Promise<IteratorResult<StreamEvent>> {
+    let closing: Promise<void>;
+    try {
+      closing = this.close({ ended: this.ended, failed, failure, usage: this.usage, chars: this.chars });
+    } catch (err) {
+      closing = Promise.reject(err);
+    }
+    return (this.closed = closing.then(() => {
+      if (failed) throw failure;
+      return DONE;
+    }));
   }
 }
 

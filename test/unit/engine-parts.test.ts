@@ -6,6 +6,7 @@ import { openaiEvents, OpenAIStreamMapper } from '../../src/providers/openai/ind
 import { parseChatRequest, toOpenAIRequest } from '../../src/wire/openai-chat.js';
 import { OpenAIChunkWriter, toCompletion } from '../../src/wire/openai-stream.js';
 import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
+import { EngineEvents, type StreamEnd } from '../../src/engine/chat.js';
 import type { Offer } from '../../src/catalog/types.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
 
@@ -289,4 +290,169 @@ describe('unit: SSE frames to a slow reader', () => {
       await new Promise((r) => server.close(r));
     }
   });
+});
+
+describe('unit: the engine\'s stream events (settle or release exactly once, at the end)', () => {
+  type End = StreamEnd;
+  type Make = (first: IteratorResult<StreamEvent>, step: () => Promise<IteratorResult<StreamEvent>>, mapError: (e: unknown) => unknown,
+    close: (end: End) => Promise<void>) => AsyncIterableIterator<StreamEvent>;
+  /** The async generator EngineEvents replaced (src/engine/chat.ts before session 10): both must keep the same rules. */
+  const generator: Make = (first, step, mapError, close) => (async function* () {
+    let usage = null as End['usage'];
+    let chars = 0;
+    let ended = false;
+    let failed = false;
+    let failure: unknown;
+    try {
+      let s = first;
+      while (!s.done) {
+        const ev = s.value;
+        if (ev.type === 'usage') usage = ev.usage;
+        else if (ev.type === 'text' || ev.type === 'thinking') chars += ev.text.length;
+        else if (ev.type === 'tool_call_delta') chars += ev.arguments.length;
+        else if (ev.type === 'end') ended = true;
+        yield ev;
+        s = await step();
+      }
+      if (!ended) throw new UpstreamError('stream_broken', 'upstream stream ended without its terminator');
+    } catch (err) {
+      failed = true;
+      failure = mapError(err);
+      throw failure;
+    } finally {
+      await close({ ended, failed, failure, usage, chars });
+    }
+  })();
+
+  const usage = { promptTokens: 3, completionTokens: 2, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+  const evs: StreamEvent[] = [{ type: 'start' }, { type: 'text', index: 0, text: 'Hel' }, { type: 'text', index: 0, text: 'lo' },
+    { type: 'finish', index: 0, finishReason: 'stop' }, { type: 'usage', usage }, { type: 'end' }] as StreamEvent[];
+  /** An upstream handing on `list`, then done, or then failing with `err`. */
+  const upstream = (list: StreamEvent[], err?: Error) => {
+    let i = 1;
+    return {
+      first: (list.length ? { done: false, value: list[0] } : { done: true, value: undefined }) as IteratorResult<StreamEvent>,
+      step: () => (i < list.length ? Promise.resolve({ done: false, value: list[i++] } as IteratorResult<StreamEvent>)
+        : err ? Promise.reject(err) : Promise.resolve({ done: true, value: undefined } as IteratorResult<StreamEvent>)),
+    };
+  };
+  /** A close that records its calls and finishes only when told to. */
+  const closer = () => {
+    const calls: End[] = [];
+    let finish!: () => void;
+    const gate = new Promise<void>((r) => (finish = r));
+    return { calls, finish, close: async (end: End) => { calls.push(end); await gate; } };
+  };
+  const settled = async (p: Promise<unknown>) => {
+    let is = false;
+    void p.then(() => (is = true), () => (is = true));
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    return is;
+  };
+  const mapError = (e: unknown) => (e instanceof Error && e.message === 'secret' ? new UpstreamError('connection', 'redacted') : e);
+
+  for (const [name, make] of [['EngineEvents', (...a: Parameters<Make>) => new EngineEvents(...a)], ['the async generator it replaced', generator]] as [string, Make][]) {
+    describe(name, () => {
+      it('hands on every event; the end is reported once the settle (close) has finished, and only once', async () => {
+        const up = upstream(evs);
+        const c = closer();
+        const it = make(up.first, up.step, mapError, c.close);
+        const got: StreamEvent[] = [];
+        for (let i = 0; i < evs.length; i++) got.push((await it.next()).value as StreamEvent);
+        expect(got).to.deep.equal(evs);
+        const last = it.next();
+        expect(await settled(last), 'done waits for the settle').to.equal(false);
+        expect(c.calls).to.deep.equal([{ ended: true, failed: false, failure: undefined, usage, chars: 5 }]);
+        c.finish();
+        expect(await last).to.deep.include({ done: true });
+        expect(await it.next()).to.deep.include({ done: true });
+        expect(await it.return!()).to.deep.include({ done: true });
+        expect(c.calls).to.have.length(1);
+      });
+
+      it('an upstream that ends without its terminator is stream_broken, reported after the release', async () => {
+        const up = upstream(evs.slice(0, 3));
+        const c = closer();
+        const it = make(up.first, up.step, mapError, c.close);
+        for (let i = 0; i < 3; i++) await it.next();
+        const last = it.next();
+        expect(await settled(last)).to.equal(false);
+        c.finish();
+        const err = await last.then(() => undefined, (e) => e);
+        expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+        expect(c.calls).to.deep.equal([{ ended: false, failed: true, failure: err, usage: null, chars: 5 }]);
+        expect(await it.next()).to.deep.include({ done: true });
+      });
+
+      it('no event at all is stream_broken too', async () => {
+        const up = upstream([]);
+        const c = closer();
+        c.finish();
+        const it = make(up.first, up.step, mapError, c.close);
+        const err = await it.next().then(() => undefined, (e) => e);
+        expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
+        expect(c.calls).to.have.length(1);
+      });
+
+      it('a failing upstream: the consumer sees mapError\'s error, the close sees it as the failure', async () => {
+        const up = upstream(evs.slice(0, 2), new Error('secret'));
+        const c = closer();
+        c.finish();
+        const it = make(up.first, up.step, mapError, c.close);
+        await it.next();
+        await it.next();
+        const err = await it.next().then(() => undefined, (e) => e);
+        expect(err).to.be.instanceOf(UpstreamError).with.property('message', 'redacted');
+        expect(c.calls).to.deep.equal([{ ended: false, failed: true, failure: err, usage: null, chars: 3 }]);
+      });
+
+      it('a consumer that stops early (break): not ended, not failed, and return() waits for the release', async () => {
+        const up = upstream(evs);
+        const c = closer();
+        const it = make(up.first, up.step, mapError, c.close);
+        let n = 0;
+        const loop = (async () => { for await (const _ of it) if (++n === 2) break; })();
+        await new Promise((r) => setTimeout(r, 5));
+        expect(await settled(loop), 'the break waits for the close').to.equal(false);
+        expect(c.calls).to.deep.equal([{ ended: false, failed: false, failure: undefined, usage: null, chars: 3 }]);
+        c.finish();
+        await loop;
+        expect(await it.next()).to.deep.include({ done: true });
+        expect(c.calls).to.have.length(1);
+      });
+
+      it('a consumer that stops after the terminator but before the upstream\'s own end still settles (ended)', async () => {
+        const up = upstream(evs);
+        const c = closer();
+        c.finish();
+        const it = make(up.first, up.step, mapError, c.close);
+        for await (const ev of it) if (ev.type === 'end') break;
+        expect(c.calls).to.deep.equal([{ ended: true, failed: false, failure: undefined, usage, chars: 5 }]);
+      });
+
+      it('a failing close replaces the outcome with its own error', async () => {
+        const up = upstream(evs.slice(0, 1));
+        const it = make(up.first, up.step, mapError, async () => { throw new Error('store down'); });
+        await it.next();
+        const err = await it.next().then(() => undefined, (e) => e);
+        expect(err).to.have.property('message', 'store down');
+      });
+
+      it('calls are taken one at a time: return() made while a next() is pending waits for it, and closes once', async () => {
+        let release!: (s: IteratorResult<StreamEvent>) => void;
+        const c = closer();
+        c.finish();
+        const it = make({ done: false, value: evs[0] }, () => new Promise((r) => (release = r)), mapError, c.close);
+        await it.next();
+        const pending = it.next();
+        const stop = it.return!();
+        await Promise.resolve();
+        expect(c.calls, 'nothing closed while a step is pending').to.have.length(0);
+        release({ done: false, value: evs[1] });
+        expect(await pending).to.deep.equal({ done: false, value: evs[1] });
+        expect(await stop).to.deep.include({ done: true });
+        expect(c.calls).to.deep.equal([{ ended: false, failed: false, failure: undefined, usage: null, chars: 3 }]);
+      });
+    });
+  }
 });
