@@ -67,6 +67,32 @@ export const rssOf = (pid: number): number => {
   return m ? Number(m[1]) * 1024 : 0;
 };
 
+/**
+ * The CPU time a process's threads have used so far, in µs: the sum of each thread's time on a CPU from
+ * /proc/<pid>/task/<tid>/schedstat (nanoseconds; /proc/<pid>/stat counts in 10 ms ticks, too coarse for a few
+ * hundred streams). Threads that ended are not counted: Node's (main, libuv pool, V8 helpers) live as long as it.
+ */
+export const cpuUs = (pid: number): number => {
+  let ns = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch { /* the thread ended meanwhile */ }
+  }
+  return ns / 1000;
+};
+
+/**
+ * `measure` and the CPU time process `pid` spent meanwhile, per unit of work (`count(result)`: requests or
+ * streams served), in µs. The process serving the load (simulator, bare proxy or gateway) is measured alone; the
+ * load generator and the other processes are not counted.
+ */
+export async function withCpu<T extends object>(pid: number, measure: () => Promise<T>, count: (r: T) => number): Promise<T & { cpuUs: number }> {
+  const before = cpuUs(pid);
+  const r = await measure();
+  return { ...r, cpuUs: Math.round((cpuUs(pid) - before) / Math.max(1, count(r))) };
+}
+
 export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 export const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
 
@@ -104,12 +130,12 @@ export async function latencyC1(url: string, key: string, n: number): Promise<{ 
   return { p50: round(pct(times, 50), 3), p99: round(pct(times, 99), 3), errors };
 }
 
-export async function throughput(url: string, key: string, connections: number, seconds: number): Promise<{ rps: number; errors: number; p50: number; p99: number }> {
+export async function throughput(url: string, key: string, connections: number, seconds: number): Promise<{ rps: number; errors: number; p50: number; p99: number; requests: number }> {
   const r = await autocannon({
     url: `${url}/v1/chat/completions`, method: 'POST', connections, duration: seconds,
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: chatBody(MODEL, false),
   });
-  return { rps: Math.round(r.requests.average), errors: r.errors + r.non2xx + r.timeouts, p50: r.latency.p50, p99: r.latency.p99 };
+  return { rps: Math.round(r.requests.average), errors: r.errors + r.non2xx + r.timeouts, p50: r.latency.p50, p99: r.latency.p99, requests: r.requests.total };
 }
 
 /**
@@ -144,7 +170,7 @@ export async function streaming(url: string, key: string, concurrency: number, t
   await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
   ttfb.sort((a, b) => a - b);
   full.sort((a, b) => a - b);
-  return { ttfbP50: round(pct(ttfb, 50), 3), ttfbP99: round(pct(ttfb, 99), 3), totalP50: round(pct(full, 50), 3), errors };
+  return { ttfbP50: round(pct(ttfb, 50), 3), ttfbP99: round(pct(ttfb, 99), 3), totalP50: round(pct(full, 50), 3), errors, streams: full.length };
 }
 
 /** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */

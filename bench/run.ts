@@ -12,7 +12,10 @@
  *      all 16 started together (they then keep arriving together, 16 requests within a millisecond, stream after
  *      stream); and one stream at a time (the time to first byte with nothing else running: the gateway's own
  *      path to the first byte);
- *   4. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
+ *   4. the CPU time the serving process (simulator, bare proxy, gateway) spends per request or stream in each
+ *      loaded measure, from /proc: on 2 cores shared by all three processes it is what the loaded figures
+ *      follow, and it is steadier than their latencies on a noisy machine;
+ *   5. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
  *      load phases (once V8's memory reducer ran), and on a freshly started gateway 1,000 concurrent open streams:
  *      its peak RSS and RSS per stream.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
@@ -26,7 +29,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -73,7 +76,8 @@ async function main() {
   // figure is the median of its rounds: the ratios compare measurements taken minutes apart at most.
   for (const [label, env] of dbs) {
     const gw = await benchGateway(label, env, simUrl);
-    const targets: Array<[string, string, string]> = [['direct', simUrl, 'sim-key'], ['bare', bareUrl, 'x'], [label, gw.url, gw.key]];
+    // [who, url, key, pid of the process serving it: the simulator, the bare proxy, the gateway]
+    const targets: Array<[string, string, string, number]> = [['direct', simUrl, 'sim-key', sim.child.pid!], ['bare', bareUrl, 'x', bare.child.pid!], [label, gw.url, gw.key, gw.pid]];
     const runs: Record<string, Record<string, any[]>> = {};
     const push = (who: string, what: string, v: any) => ((runs[who] ??= {})[what] ??= []).push(v);
     // Warm-up, not counted: JIT, connection pools and caches of all three reach their steady state first (the
@@ -82,12 +86,15 @@ async function main() {
     for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
     for (let i = 0; i < rounds; i++) {
       log(`${label}: round ${i + 1} of ${rounds}: concurrency 1, concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
+      // Each measure also takes the serving process's CPU time per request or stream (/proc): the figure that
+      // decides the loaded measures on 2 cores shared by the client, the simulator and the server under test.
+      const perStream = (r: { streams: number }) => r.streams;
       for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
-      for (const [who, url, key] of targets) push(who, 'c64', await throughput(url, key, 64, secs));
-      for (const [who, url, key] of targets) push(who, 'stream', await streaming(url, key, 16, streams));
-      for (const [who, url, key] of targets) push(who, 'paced', await streaming(url, key, 16, paced, PACED_MODEL));
-      for (const [who, url, key] of targets) push(who, 'pacedSpread', await streaming(url, key, 16, paced, PACED_MODEL, PACED_STREAM_MS));
-      for (const [who, url, key] of targets) push(who, 'single', await streaming(url, key, 1, single));
+      for (const [who, url, key, pid] of targets) push(who, 'c64', await withCpu(pid, () => throughput(url, key, 64, secs), (r) => r.requests));
+      for (const [who, url, key, pid] of targets) push(who, 'stream', await withCpu(pid, () => streaming(url, key, 16, streams), perStream));
+      for (const [who, url, key, pid] of targets) push(who, 'paced', await withCpu(pid, () => streaming(url, key, 16, paced, PACED_MODEL), perStream));
+      for (const [who, url, key, pid] of targets) push(who, 'pacedSpread', await withCpu(pid, () => streaming(url, key, 16, paced, PACED_MODEL, PACED_STREAM_MS), perStream));
+      for (const [who, url, key, pid] of targets) push(who, 'single', await withCpu(pid, () => streaming(url, key, 1, single), perStream));
     }
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
     // (30–70 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
@@ -128,6 +135,10 @@ async function main() {
   add('stream paced, 16 together: errors', (x) => String(x.paced.errors));
   add('stream c=1 TTFB p50 ms', (x) => String(x.single.ttfbP50));
   add('stream c=1 total p50 ms', (x) => String(x.single.totalP50));
+  add('CPU µs per request, c=64', (x) => String(x.c64.cpuUs));
+  add('CPU µs per stream, burst', (x) => String(x.stream.cpuUs));
+  add('CPU µs per stream, paced together', (x) => String(x.paced.cpuUs));
+  add('CPU µs per stream, c=1', (x) => String(x.single.cpuUs));
   const derived: Record<string, any> = {};
   for (const [l] of dbs) {
     const g = results[l];
@@ -144,6 +155,8 @@ async function main() {
       bare_added_ttfb_paced_spread_p50_ms: round(g.bare.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
       added_ttfb_c1_p50_ms: round(g.single.ttfbP50 - g.direct.single.ttfbP50, 3),
       bare_added_ttfb_c1_p50_ms: round(g.bare.single.ttfbP50 - g.direct.single.ttfbP50, 3),
+      cpu_per_request_c64_vs_bare: round(g.c64.cpuUs / g.bare.c64.cpuUs, 2),
+      cpu_per_stream_burst_vs_bare: round(g.stream.cpuUs / g.bare.stream.cpuUs, 2),
       rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_when_load_ended_mb: g.memory.quietStartMb, idle_rss_settled_after_s: g.memory.settledAfterS, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
     };
   }
@@ -151,7 +164,7 @@ async function main() {
   const width = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(width[i])).join('  ');
   console.log(rows.map(line).join('\n'));
-  console.log(`\n(medians of ${rounds} alternating rounds; direct and bare-proxy columns from the ${dbs[0][0]} run)`);
+  console.log(`\n(medians of ${rounds} alternating rounds; direct and bare-proxy columns from the ${dbs[0][0]} run; CPU: the serving process's own, direct = the simulator's)`);
   console.log('Derived, each against the direct and bare-proxy rounds of its own run (gateway minus direct; throughput as a share of the bare proxy):');
   for (const [l, d] of Object.entries(derived)) console.log(`  ${l}: ${JSON.stringify(d)}`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
