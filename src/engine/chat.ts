@@ -17,7 +17,7 @@ import type { CircuitBreakers } from './breaker.js';
 import { redactSecrets } from '../providers/http.js';
 import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
-import { UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
+import { STREAM_DONE, UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
 
 /** Where a configured gateway is reached; undefined when it has no key (not configured). */
 export interface Upstreams {
@@ -367,8 +367,7 @@ export interface StreamEnd {
   chars: number;
 }
 
-const DONE: IteratorResult<StreamEvent> = Object.freeze({ done: true, value: undefined });
-const done = () => DONE;
+const done = () => STREAM_DONE;
 
 /**
  * The events of an opened stream as the engine hands them on: `first`, then each `step()` (the upstream's next
@@ -454,7 +453,7 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
     }
     return (this.closed = closing.then(() => {
       if (failed) throw failure;
-      return DONE;
+      return STREAM_DONE;
     }));
   }
 }

@@ -139,6 +139,9 @@ export type StreamEvent =
   | { type: 'anthropic_raw'; event: string; data: Record<string, unknown> }
   | { type: 'end' };
 
+/** The result every hand-written stream iterator ends with (src/engine/chat.ts, src/providers/openai/). */
+export const STREAM_DONE: IteratorResult<StreamEvent> = Object.freeze({ done: true, value: undefined });
+
 export type UpstreamErrorKind =
   | 'rate_limited' // 429
   | 'server_error' // 5xx

@@ -5,7 +5,7 @@
 import { bodyChunks, send, readJson } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
-import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
+import { STREAM_DONE, UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import type { ProviderAdapter, Target } from '../types.js';
 
 export interface OpenAICompatibleOptions extends Partial<OpenAIWireOptions> {
@@ -94,7 +94,7 @@ export class OpenAIStreamMapper {
   /** The text of a chunk that is the template with another content literal; undefined when it is not. */
   private templated(data: string): string | undefined {
     const end = data.length - this.suffix.length;
-    if (end - this.prefix.length < 2 || data.slice(0, this.prefix.length) !== this.prefix || data.slice(end) !== this.suffix) return undefined;
+    if (end - this.prefix.length < 2 || !data.startsWith(this.prefix) || !data.endsWith(this.suffix)) return undefined;
     if (data.charCodeAt(this.prefix.length) !== 34 || data.charCodeAt(end - 1) !== 34) return undefined;
     const inner = data.slice(this.prefix.length + 1, end - 1);
     if (!NOT_PLAIN.test(inner)) return inner;
@@ -172,8 +172,6 @@ export class OpenAIStreamMapper {
 const broken = (err: unknown) =>
   (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
 
-const DONE: IteratorResult<StreamEvent> = { value: undefined, done: true };
-
 /**
  * An upstream body -> internal events. Each network chunk is parsed (SSE) and mapped synchronously into a queue,
  * and `next()` hands out queued events as settled promises: one microtask step per event, where an async generator
@@ -219,12 +217,12 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
     this.queue = [];
     this.at = 0;
     this.failure = undefined;
-    return DONE;
+    return STREAM_DONE;
   }
 
   /** After the queue: the failure once, then done. */
   private last(): Promise<IteratorResult<StreamEvent>> {
-    if (this.failure === undefined) return Promise.resolve(DONE);
+    if (this.failure === undefined) return Promise.resolve(STREAM_DONE);
     const failure = this.failure;
     this.failure = undefined;
     return Promise.reject(failure);
