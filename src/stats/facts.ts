@@ -90,7 +90,7 @@ export const PERCENTILE_SAMPLE = 10_000;
 /**
  * Nearest-rank p50 and p95 of the latency of successful requests in `w` (value at rank ceil(p·n), computed
  * with integer arithmetic so both databases agree), over the latest PERCENTILE_SAMPLE of them. Reads the
- * covering (scope, status, created_at, latency_ms) index backwards.
+ * covering (scope, created_at, status, latency_ms) index backwards.
  */
 export async function latencyPercentiles(db: Kysely<Database>, w: Window, f: FactFilter): Promise<{ p50: number | null; p95: number | null }> {
   const conds = [...filters(f), sql`status = 'success'`];

@@ -221,7 +221,9 @@ export class UsageStats {
   /**
    * The sort metric of the previous window for the listed models. Distinct users of a window that does not end
    * now cannot come from the last-seen table: they are counted from the raw rows of those models, through the
-   * covering (model, created_at, user_id) index.
+   * covering (model, created_at, gateway, user_id) index. The gateway is compared as `gateway || ''`: an expression
+   * no index serves, so SQLite's planner (which keeps no statistics here) does not read the gateway's whole window
+   * through (gateway, created_at, …) instead; PostgreSQL's plan is the same either way.
    */
   private async previousMetric(range: Exclude<TimeRange, 'all'>, now: number, f: FactFilter, sortBy: TrendingSort, models: string[]) {
     const out = new Map<string, number>();
@@ -231,7 +233,7 @@ export class UsageStats {
     const { rows } = sortBy === 'users'
       ? await sql<{ model: string; v: unknown }>`select model, count(distinct user_id) as v from usage_records
           where ${inModels} and created_at >= ${pw.start} and created_at < ${pw.end}
-          ${f.gateway !== undefined ? sql`and gateway = ${f.gateway}` : sql``} group by model`.execute(this.db)
+          ${f.gateway !== undefined ? sql`and gateway || '' = ${f.gateway}` : sql``} group by model`.execute(this.db)
       : await sql<{ model: string; v: unknown }>`select model, ${sortBy === 'requests' ? sql`sum(requests)` : sql`sum(prompt_tokens) + sum(completion_tokens)`} as v
           from ${facts(pw, f)} where ${inModels} group by model`.execute(this.db);
     for (const r of rows) out.set(r.model, Number(r.v));

@@ -9,6 +9,7 @@
  * - model_health_history (gateway, model, ts, id): "the last N calls" is a backward index scan with a stable
  *   tie-break on both databases; it supersedes 0001's (gateway, model, ts).
  * Existing rows are rolled up here, so an upgraded database answers the same as a fresh one.
+ * (Migration 0008, in migrations.ts, replaced these usage_records indexes with fewer that serve the same reads.)
  */
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Dialect } from './migrations.js';

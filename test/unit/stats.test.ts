@@ -175,5 +175,16 @@ for (const dialect of DIALECTS) {
         costNano: 1, latency: 10, user: null, ago: MIN })]);
       expect(await stats.gatewayStats('groq', '1h')).to.deep.include({ total_requests: 1, unique_users: 0 });
     });
+
+    it('trending by users with a gateway: the previous window counts only that gateway\'s users of the model', async () => {
+      const M = 'solo/trend';
+      const rec = (gateway: string, user: number, ago: number) => usage({ provider: 'solo', gateway, model: M, status: 'success', prompt: 1,
+        completion: 1, costNano: 1, latency: 10, user, ago });
+      // previous 24 h: users 7 and 8 through groq, 9 through anthropic; this window: user 7 through groq
+      await store.usage.insertMany([rec('groq', 7, DAY + HOUR), rec('groq', 8, DAY + 2 * HOUR), rec('anthropic', 9, DAY + 3 * HOUR), rec('groq', 7, HOUR)]);
+      const growth = async (gw: string | null) => (await stats.trending(gw, '24h', 'users', 10, 0)).models.find((m) => m.model === M);
+      expect(await growth('groq-cloud')).to.deep.include({ unique_users: 1, growth_percent: -50 }); // 1 against 2
+      expect(await growth(null)).to.deep.include({ unique_users: 1, growth_percent: -66.67 }); // 1 against 3
+    });
   });
 }

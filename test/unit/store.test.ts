@@ -162,7 +162,7 @@ for (const dialect of DIALECTS) {
       const h = `upgrade-${uid}`;
       expect(await store.credits.hold(uid, h, 300, 60_000)).to.equal(true);
       // down to 0006: the open hold gets the ledger row the old rule wrote, and the ledger sums to the balance again
-      expect((await migrator.migrateDown()).error).to.equal(undefined);
+      expect((await migrator.migrateTo('0006_open_holds_index')).error).to.equal(undefined);
       expect(await store.credits.ledgerSum(uid)).to.equal(700);
       expect((await store.credits.ledger(uid)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([['grant', 1000, null], ['hold', -300, h]]);
       // up again: that debit leaves the ledger while the hold is open
@@ -193,6 +193,42 @@ for (const dialect of DIALECTS) {
         const plan = await sql<{ detail: string }>`explain query plan select id from credit_holds where settled_at is null and expires_at < ${Date.now()}`.execute(store.db);
         expect(plan.rows.map((r) => r.detail).join(' ')).to.contain('USING INDEX credit_holds_open');
       }
+    });
+
+    it('usage_records: four secondary indexes, each read served by one (migration 0008, and back)', async () => {
+      const indexes = async () => (dialect === 'sqlite'
+        ? (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'usage_records' and sql is not null`.execute(store.db)).rows
+        : (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'usage_records' and schemaname = current_schema() and indexname <> 'usage_records_pkey'`.execute(store.db)).rows)
+        .map((r) => r.name).sort();
+      const latest = ['usage_records_created_at', 'usage_records_gateway_created_status_latency', 'usage_records_model_created_gateway_user',
+        'usage_records_provider_created_status_latency'];
+      expect(await indexes()).to.deep.equal(latest);
+      if (dialect === 'sqlite') {
+        const plan = async (q: ReturnType<typeof sql>) => (await sql<{ detail: string }>`explain query plan ${q}`.execute(store.db)).rows.map((r) => r.detail).join(' | ');
+        // the latency sample of one scope, latest first: covered, in index order (no sort step)
+        for (const scope of ['gateway', 'provider']) {
+          const p = await plan(sql`select latency_ms from usage_records where ${sql.ref(scope)} = 'x' and status = 'success' and created_at >= 1 and created_at < 2 order by created_at desc limit 10`);
+          expect(p).to.contain(`USING COVERING INDEX usage_records_${scope}_created_status_latency (${scope}=? AND created_at>? AND created_at<?)`);
+          expect(p).not.to.contain('TEMP B-TREE');
+          // a window's raw edge rows of one scope
+          expect(await plan(sql`select prompt_tokens from usage_records where ${sql.ref(scope)} = 'x' and created_at >= 1 and created_at < 2`))
+            .to.contain(`USING INDEX usage_records_${scope}_created_status_latency (${scope}=? AND created_at>? AND created_at<?)`);
+        }
+        // distinct users of listed models in a window, with and without a gateway: covered
+        for (const gw of [sql``, sql`and gateway || '' = 'g'`]) { // as the statistics write it (src/stats/service.ts)
+          expect(await plan(sql`select model, count(distinct user_id) from usage_records where model in ('a', 'b') and created_at >= 1 and created_at < 2 ${gw} group by model`))
+            .to.contain('USING COVERING INDEX usage_records_model_created_gateway_user (model=? AND created_at>? AND created_at<?)');
+        }
+        expect(await plan(sql`select prompt_tokens from usage_records where created_at >= 1 and created_at < 2`)).to.contain('USING INDEX usage_records_created_at');
+      }
+      // down to 0007 gives back its eight indexes, and up again the four
+      const migrator = storeMigrator(store.db, cfg);
+      expect((await migrator.migrateTo('0007_ledger_charges')).error).to.equal(undefined);
+      expect(await indexes()).to.deep.equal(['usage_records_created_at', 'usage_records_gateway_created_at', 'usage_records_gateway_status_created_latency',
+        'usage_records_model_created_user', 'usage_records_model_gateway_created_user', 'usage_records_provider_created_at',
+        'usage_records_provider_status_created_latency', 'usage_records_user_id_created_at']);
+      expect((await migrator.migrateToLatest()).error).to.equal(undefined);
+      expect(await indexes()).to.deep.equal(latest);
     });
 
     it('sessions: scoped to their owner, messages kept in order, delete cascades', async () => {
