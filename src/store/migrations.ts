@@ -252,7 +252,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
       return {
         '0001_initial': initial(dialect), '0002_catalog': catalog(), '0003_stats': statsMigration(dialect),
         '0004_limits': limits(), '0005_instances': instances(), '0006_open_holds_index': openHoldsIndex(),
-        '0007_ledger_charges': ledgerCharges(), '0008_usage_indexes': usageIndexes(),
+        '0007_ledger_charges': ledgerCharges(), '0008_fewer_indexes': fewerIndexes(),
       };
     },
   };
@@ -280,8 +280,10 @@ const USAGE_INDEXES_0007: Array<[string, string[]]> = [
  *   covered. It replaces (model, created_at, user_id) and (model, gateway, created_at, user_id);
  * - (created_at): unscoped windows, as before.
  * (user_id, created_at) is dropped: no statistic reads usage by user (the per-user "last seen" is usage_user_seen).
+ * model_health_history, also written on every request, loses its (ts) index: every read of it names the
+ * (gateway, model) and goes through (gateway, model, ts, id).
  */
-function usageIndexes(): Migration {
+function fewerIndexes(): Migration {
   const NEW: Array<[string, string[]]> = [
     ['usage_records_gateway_created_status_latency', ['gateway', 'created_at', 'status', 'latency_ms']],
     ['usage_records_provider_created_status_latency', ['provider', 'created_at', 'status', 'latency_ms']],
@@ -291,8 +293,15 @@ function usageIndexes(): Migration {
     for (const [name, cols] of create) await db.schema.createIndex(name).on('usage_records').columns(cols).execute();
     for (const [name] of drop) await db.schema.dropIndex(name).execute();
   };
+  const HISTORY_TS = 'model_health_history_ts';
   return {
-    up: (db: Kysely<any>) => swap(db, NEW, USAGE_INDEXES_0007),
-    down: (db: Kysely<any>) => swap(db, USAGE_INDEXES_0007, NEW),
+    async up(db: Kysely<any>) {
+      await swap(db, NEW, USAGE_INDEXES_0007);
+      await db.schema.dropIndex(HISTORY_TS).execute();
+    },
+    async down(db: Kysely<any>) {
+      await swap(db, USAGE_INDEXES_0007, NEW);
+      await db.schema.createIndex(HISTORY_TS).on('model_health_history').columns(['ts']).execute();
+    },
   };
 }

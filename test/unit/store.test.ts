@@ -195,11 +195,13 @@ for (const dialect of DIALECTS) {
       }
     });
 
-    it('usage_records: four secondary indexes, each read served by one (migration 0008, and back)', async () => {
-      const indexes = async () => (dialect === 'sqlite'
-        ? (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'usage_records' and sql is not null`.execute(store.db)).rows
-        : (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'usage_records' and schemaname = current_schema() and indexname <> 'usage_records_pkey'`.execute(store.db)).rows)
+    it('usage_records: four secondary indexes, each read served by one; health history one (migration 0008, and back)', async () => {
+      const indexesOf = async (table: string) => (dialect === 'sqlite'
+        ? (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = ${table} and sql is not null`.execute(store.db)).rows
+        : (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = ${table} and schemaname = current_schema() and indexname <> ${`${table}_pkey`}`.execute(store.db)).rows)
         .map((r) => r.name).sort();
+      const indexes = () => indexesOf('usage_records');
+      expect(await indexesOf('model_health_history')).to.deep.equal(['model_health_history_gm_ts_id']);
       const latest = ['usage_records_created_at', 'usage_records_gateway_created_status_latency', 'usage_records_model_created_gateway_user',
         'usage_records_provider_created_status_latency'];
       expect(await indexes()).to.deep.equal(latest);
@@ -227,8 +229,10 @@ for (const dialect of DIALECTS) {
       expect(await indexes()).to.deep.equal(['usage_records_created_at', 'usage_records_gateway_created_at', 'usage_records_gateway_status_created_latency',
         'usage_records_model_created_user', 'usage_records_model_gateway_created_user', 'usage_records_provider_created_at',
         'usage_records_provider_status_created_latency', 'usage_records_user_id_created_at']);
+      expect(await indexesOf('model_health_history')).to.deep.equal(['model_health_history_gm_ts_id', 'model_health_history_ts']);
       expect((await migrator.migrateToLatest()).error).to.equal(undefined);
       expect(await indexes()).to.deep.equal(latest);
+      expect(await indexesOf('model_health_history')).to.deep.equal(['model_health_history_gm_ts_id']);
     });
 
     it('sessions: scoped to their owner, messages kept in order, delete cascades', async () => {
