@@ -42,9 +42,10 @@ export function startTs(script: string, args: string[], env: Record<string, stri
   });
 }
 
-export function runTs(script: string, args: string[], env: Record<string, string>): Promise<string> {
+/** Runs a TypeScript script of the checkout at `root` (this one unless an older revision's, bench/ab.ts). */
+export function runTs(script: string, args: string[], env: Record<string, string>, root = ROOT): Promise<string> {
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    const c = spawn(process.execPath, ['--import', 'tsx', path.join(root, script), ...args], { cwd: root, env: { ...process.env, ...env } });
     let out = '';
     let err = '';
     c.stdout.on('data', (d) => (out += d));
@@ -212,16 +213,17 @@ export async function settleRss(pid: number, secs: number): Promise<{ settledMb:
 
 /**
  * Starts the gateway (`file`: dist/main.js, what `npm start` runs, unless another build is compared with it) with a
- * funded key; `nodeArgs` e.g. `--cpu-prof`.
+ * funded key; `nodeArgs` e.g. `--cpu-prof`. `keysRoot`: the checkout whose scripts/keys.ts makes the key (and so
+ * migrates the new database): the build's own, since a build refuses a database migrated by a newer one.
  */
-export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js') {
+export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js', keysRoot = ROOT) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
   const baseEnv = {
     DATA_DIR: dataDir, LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sim-key', OPENAI_BASE_URL: `${simUrl}/v1`,
     HEALTH_MONITOR: 'off', RATE_LIMIT_RPM: '100000000', RATE_LIMIT_TPM: '100000000000', RATE_LIMIT_CONCURRENT: '100000', ...env,
   };
   log(`${label}: creating a funded key`);
-  const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' })).split('\n').pop()!;
+  const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' }, keysRoot)).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
   const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.resolve(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });

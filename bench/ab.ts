@@ -1,0 +1,169 @@
+/**
+ * npm run bench:ab: two builds of the gateway side by side, the way a change is judged on a noisy machine.
+ *
+ *   npm run bench:ab -- --base <rev> [--head <rev>] [--rounds 6] [--modes c64,c1,burst] [--postgres]
+ *
+ * Whole runs of `npm run bench` move by 20–40 % within an hour on a shared VM (docs/PERFORMANCE.md), more than most
+ * changes; two builds measured in alternating rounds against one simulator see the same drift. Each build (`--base`
+ * and `--head`, a git revision, or the working tree when `--head` is left out) is bundled as `npm start` runs it,
+ * from its own checkout (a temporary git worktree sharing this node_modules), so it reads its own spec and seeds
+ * and migrates its own fresh database. Every round starts a fresh gateway of each build (in turn, the order
+ * alternating), warms it, and measures the chosen modes, with the serving process's CPU from /proc:
+ *   c64      non-streamed chat at concurrency 64 (autocannon): req/s, CPU µs per request, errors
+ *   c1       non-streamed chat one at a time: p50 and p99 ms, CPU µs per request
+ *   burst    20-chunk streams at concurrency 16, as fast as the simulator writes: TTFB p50 ms, CPU µs per stream
+ *   spread   paced streams (10 ms apart) at concurrency 16, starts spread: TTFB p50 ms, CPU µs per stream
+ *   together the same, the 16 started together
+ *   single   20-chunk streams one at a time: TTFB p50 ms, CPU µs per stream
+ * It prints each figure's median per build and in how many rounds the head did better, and writes
+ * bench/results/ab.json. A difference that the head wins in most rounds is a change; one inside the spread of the
+ * rounds is not (two processes of one build differed by ~10 % per burst stream in session 11). Flags: --n (streams
+ * or c=1 requests per round, default 600), --seconds (c64, default 8), --postgres (each gateway on a fresh
+ * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
+ * Loopback only; the builds' dependencies are this checkout's node_modules.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import pg from 'pg';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, cpuUs, latencyC1, log, startTs, streaming, throughput, withCpu } from './lib.js';
+
+const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+const BASE = arg('--base');
+const HEAD = arg('--head');
+const ROUNDS = Number(arg('--rounds') ?? 6);
+const MODES = (arg('--modes') ?? 'c64,c1,burst').split(',');
+const N = Number(arg('--n') ?? 600);
+const SECONDS = Number(arg('--seconds') ?? 8);
+const POSTGRES = process.argv.includes('--postgres');
+const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** What each mode reports, in order, and which way is better. */
+const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
+  c64: [{ name: 'req/s', higherIsBetter: true }, { name: 'CPU µs per request' }, { name: 'errors' }],
+  c1: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
+  burst: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
+  spread: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
+  together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
+  single: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
+};
+
+interface Build { label: string; file: string; root: string; cleanup?: () => void }
+
+const git = (...args: string[]) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' }).trim();
+
+/** Bundles src/main.ts of `root` as package.json's build script does, into `outfile`. */
+function bundle(root: string, outfile: string): void {
+  const esbuild = createRequire(path.join(ROOT, 'package.json')).resolve('esbuild/bin/esbuild');
+  execFileSync(esbuild, ['src/main.ts', '--bundle', '--platform=node', '--packages=external', '--format=esm',
+    '--target=node20', `--outfile=${outfile}`, '--log-level=warning'], { cwd: root, stdio: 'inherit' });
+}
+
+/** A revision checked out in a temporary worktree (node_modules shared), or the working tree itself. */
+function build(rev: string | undefined): Build {
+  if (rev === undefined) {
+    const file = path.join(ROOT, 'bench/results/ab/worktree.js');
+    bundle(ROOT, file);
+    return { label: 'working tree', file, root: ROOT };
+  }
+  const sha = git('rev-parse', '--verify', `${rev}^{commit}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `gw-ab-${sha.slice(0, 7)}-`));
+  git('worktree', 'add', '--detach', '--force', dir, sha);
+  const cleanup = () => git('worktree', 'remove', '--force', dir);
+  try {
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const file = path.join(dir, 'dist/main.js');
+    bundle(dir, file);
+    return { label: `${rev} (${sha.slice(0, 7)})`, file, root: dir, cleanup };
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+}
+
+async function measure(mode: string, gw: { url: string; key: string; pid: number }): Promise<number[]> {
+  const streams = (model: string | undefined, concurrency: number, total: number, spread = 0) =>
+    withCpu(gw.pid, () => streaming(gw.url, gw.key, concurrency, total, model, spread), (r) => r.streams);
+  switch (mode) {
+    case 'c64': { const r = await withCpu(gw.pid, () => throughput(gw.url, gw.key, 64, SECONDS), (x) => x.requests); return [r.rps, r.cpuUs, r.errors]; }
+    case 'c1': {
+      const before = cpuUs(gw.pid);
+      const r = await latencyC1(gw.url, gw.key, N);
+      return [r.p50, r.p99, Math.round((cpuUs(gw.pid) - before) / (N + 50))]; // latencyC1 sends 50 warm-up requests first
+    }
+    case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors]; }
+    case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors]; }
+    case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors]; }
+    case 'single': { const r = await streams(undefined, 1, N); return [r.ttfbP50, r.cpuUs, r.errors]; }
+    default: throw new Error(`unknown mode ${mode}: ${Object.keys(FIGURES).join(', ')}`);
+  }
+}
+
+const fmt = (x: number) => String(Math.round(x * 1000) / 1000);
+const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
+
+async function main() {
+  if (!BASE) throw new Error('usage: npm run bench:ab -- --base <rev> [--head <rev>] [--rounds 6] [--modes c64,c1,burst] [--postgres]');
+  for (const m of MODES) if (!FIGURES[m]) throw new Error(`unknown mode ${m}: ${Object.keys(FIGURES).join(', ')}`);
+  const builds: Build[] = [];
+  const admin = POSTGRES ? new pg.Client({ connectionString: PG_URL }) : undefined;
+  try {
+    builds.push(build(BASE));
+    builds.push(build(HEAD));
+    await admin?.connect();
+    const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const results: number[][][][] = builds.map(() => MODES.map(() => [])); // [build][mode][round] -> figures
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 ? [1, 0] : [0, 1];
+      for (const b of order) {
+        const env: Record<string, string> = {};
+        let db: string | undefined;
+        if (admin) {
+          db = `gw_ab_${process.pid}_${round}_${b}`;
+          await admin.query(`create database ${db}`);
+          const u = new URL(PG_URL);
+          u.pathname = `/${db}`;
+          env.DATABASE_URL = u.toString();
+        }
+        const gw = await benchGateway(builds[b].label, env, sim.match[1], [], builds[b].file, builds[b].root);
+        await throughput(gw.url, gw.key, 16, 2); // warm-up
+        for (let m = 0; m < MODES.length; m++) {
+          const figures = await measure(MODES[m], gw);
+          results[b][m].push(figures);
+          log(`round ${round + 1}/${ROUNDS} ${builds[b].label} ${MODES[m]}: ${figures.join(' / ')}`);
+        }
+        const exited = new Promise((r) => gw.child.once('exit', r));
+        gw.stop();
+        await exited;
+        if (admin && db) await admin.query(`drop database if exists ${db}`);
+      }
+    }
+    sim.child.kill('SIGTERM');
+
+    const rows: string[][] = [['mode', 'figure', builds[0].label, builds[1].label, 'head better in']];
+    const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, rounds: ROUNDS, postgres: POSTGRES, modes: {} };
+    MODES.forEach((mode, m) => {
+      (json.modes as Record<string, unknown>)[mode] = FIGURES[mode].map((f, i) => {
+        const base = results[0][m].map((r) => r[i]);
+        const head = results[1][m].map((r) => r[i]);
+        const wins = head.filter((h, k) => (f.higherIsBetter ? h > base[k] : h < base[k])).length;
+        rows.push([mode, f.name, fmt(median(base)), fmt(median(head)), f.name === 'errors' ? '' : `${wins} of ${ROUNDS} rounds`]);
+        return { figure: f.name, base, head, baseMedian: median(base), headMedian: median(head), headBetterInRounds: wins };
+      });
+    });
+    const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+    console.log(rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ')).join('\n'));
+    console.log(`\n(medians of ${ROUNDS} alternating rounds on one simulator, a fresh gateway per build per round; CPU: the gateway process's own)`);
+    fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+    fs.writeFileSync(path.join(ROOT, 'bench/results/ab.json'), JSON.stringify(json, null, 2));
+    log('wrote bench/results/ab.json');
+  } finally {
+    await admin?.end();
+    for (const b of builds) b.cleanup?.();
+  }
+  process.exit(0);
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });
