@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import pg from 'pg';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, cpuUs, latencyC1, log, startTs, streaming, throughput, withCpu } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -88,11 +88,7 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
     withCpu(gw.pid, () => streaming(gw.url, gw.key, concurrency, total, model, spread), (r) => r.streams);
   switch (mode) {
     case 'c64': { const r = await withCpu(gw.pid, () => throughput(gw.url, gw.key, 64, SECONDS), (x) => x.requests); return [r.rps, r.cpuUs, r.errors]; }
-    case 'c1': {
-      const before = cpuUs(gw.pid);
-      const r = await latencyC1(gw.url, gw.key, N);
-      return [r.p50, r.p99, Math.round((cpuUs(gw.pid) - before) / (N + 50))]; // latencyC1 sends 50 warm-up requests first
-    }
+    case 'c1': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N), () => N + 50); return [r.p50, r.p99, r.cpuUs]; } // 50 warm-up requests first
     case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors]; }
     case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors]; }
     case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors]; }
@@ -101,8 +97,6 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
   }
 }
 
-const fmt = (x: number) => String(Math.round(x * 1000) / 1000);
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
 
 async function main() {
   if (!BASE) throw new Error('usage: npm run bench:ab -- --base <rev> [--head <rev>] [--rounds 6] [--modes c64,c1,burst] [--postgres]');
@@ -149,12 +143,11 @@ async function main() {
         const base = results[0][m].map((r) => r[i]);
         const head = results[1][m].map((r) => r[i]);
         const wins = head.filter((h, k) => (f.higherIsBetter ? h > base[k] : h < base[k])).length;
-        rows.push([mode, f.name, fmt(median(base)), fmt(median(head)), f.name === 'errors' ? '' : `${wins} of ${ROUNDS} rounds`]);
+        rows.push([mode, f.name, String(round(median(base), 3)), String(round(median(head), 3)), f.name === 'errors' ? '' : `${wins} of ${ROUNDS} rounds`]);
         return { figure: f.name, base, head, baseMedian: median(base), headMedian: median(head), headBetterInRounds: wins };
       });
     });
-    const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-    console.log(rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ')).join('\n'));
+    console.log(formatTable(rows));
     console.log(`\n(medians of ${ROUNDS} alternating rounds on one simulator, a fresh gateway per build per round; CPU: the gateway process's own)`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/ab.json'), JSON.stringify(json, null, 2));

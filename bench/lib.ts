@@ -96,6 +96,18 @@ export async function withCpu<T extends object>(pid: number, measure: () => Prom
 
 export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 export const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
+/** The median (of an even count, the mean of the middle two). */
+export const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
+/** Rows of cells as aligned columns, two spaces apart. */
+export function formatTable(rows: string[][]): string {
+  const width = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(width[i])).join('  ')).join('\n');
+}
 
 /**
  * The node flags `npm start` gives the gateway (package.json's start script), so the benchmark runs exactly what

@@ -29,13 +29,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, latencyC1, log, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, formatTable, latencyC1, log, median, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor((s.length - 1) / 2)]; };
 
 /** Each measure's rounds side by side: medians of p50/p99/rps/TTFB, so drift on a shared machine hits all alike. */
 function medianOf<T extends Record<string, any>>(runs: T[]): T {
@@ -161,9 +160,7 @@ async function main() {
     };
   }
   results.derived = derived;
-  const width = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => c.padEnd(width[i])).join('  ');
-  console.log(rows.map(line).join('\n'));
+  console.log(formatTable(rows));
   console.log(`\n(medians of ${rounds} alternating rounds; direct and bare-proxy columns from the ${dbs[0][0]} run; CPU: the serving process's own, direct = the simulator's)`);
   console.log('Derived, each against the direct and bare-proxy rounds of its own run (gateway minus direct; throughput as a share of the bare proxy):');
   for (const [l, d] of Object.entries(derived)) console.log(`  ${l}: ${JSON.stringify(d)}`);

@@ -251,10 +251,18 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
     return this.at < this.queue.length ? { value: this.queue[this.at++], done: false } : this.last();
   }
 
-  /** One network chunk's events into the queue, up to `[DONE]` or a failure (the events before it are kept). */
-  private take(chunk: Buffer): void {
+  private endOfBody(): void {
+    if (!this.mapper.done) this.take(undefined);
+    if (!this.mapper.done && !this.finished) this.fail(new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]'));
+  }
+
+  /**
+   * One network chunk's events (or, for `undefined`, what the end of the body completes) into the queue, up to
+   * `[DONE]` or a failure (the events before it are kept).
+   */
+  private take(chunk: Buffer | undefined): void {
     try {
-      for (const item of this.parser.push(chunk)) {
+      for (const item of chunk ? this.parser.push(chunk) : this.parser.end()) {
         if (typeof item === 'string') continue;
         const events = this.mapper.map(item.data);
         for (let i = 0; i < events.length; i++) this.queue.push(events[i]);
@@ -263,17 +271,6 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
     } catch (err) {
       this.fail(err);
     }
-  }
-
-  private endOfBody(): void {
-    if (!this.mapper.done) {
-      try {
-        for (const item of this.parser.end()) if (typeof item !== 'string') for (const ev of this.mapper.map(item.data)) this.queue.push(ev);
-      } catch (err) {
-        return this.fail(err);
-      }
-    }
-    if (!this.mapper.done) return this.fail(new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]'));
   }
 
   private fail(err: unknown): void {
