@@ -132,6 +132,21 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(names()).to.deep.equal(['from-batch', 'late']);
   });
 
+  it('commits on its turn while Kysely holds its connection outside a transaction (there is nothing to land inside)', async () => {
+    let release!: () => void;
+    const held = db.connection().execute(async () => {
+      await new Promise<void>((r) => (release = r));
+      return names();
+    });
+    await sleep(5); // Kysely has the connection now, with no transaction open
+    expect(raw.inTransaction).to.equal(false);
+    const write = batch.run(() => insert('a'));
+    const outcome = await Promise.race([write.then(() => 'committed'), sleep(200).then(() => 'waiting')]);
+    release();
+    expect(outcome).to.equal('committed');
+    expect(await held).to.deep.equal(['a']);
+  });
+
   it('a write queued while a Kysely transaction is open lands after its rows when it commits', async () => {
     let queued!: Promise<number>;
     await db.transaction().execute(async (trx) => {
@@ -204,6 +219,8 @@ describe('SqliteWriteBatch (group commit)', () => {
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
     try {
+      // (Kysely opens its driver lazily: destroy() closes the connection only once it has been used, as a store's is)
+      await sql`select 1`.execute(db);
       // the commit resolves its writes first; the checkpoint it scheduled runs on the next turn, after the close
       await ck.run(() => insert('a'));
       await db.destroy();
@@ -225,7 +242,7 @@ describe('SqliteWriteBatch (group commit)', () => {
       batch.run(() => insert('never')).then(() => 'resolved', (e: Error) => `rejected: ${e.message}`),
       sleep(2000).then(() => 'hung'),
     ]);
-    expect(outcome).to.equal('rejected: driver has already been destroyed');
+    expect(outcome).to.equal('rejected: The database connection is not open');
   });
 });
 
