@@ -132,7 +132,7 @@ async function main() {
     const m = (k: keyof (typeof xs)[number]) => median(xs.map((x) => x[k]));
     rows.push([String(c), String(round(m('cpuUs'), 1)), String(round(m('wallUs'), 1)), String(round(m('syscw'), 2)), String(round(m('wchar'), 0))]);
   }
-  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle, a usage record and a health observation; medians of ${ROUNDS} rounds of ${REQUESTS})\n`);
+  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle, a usage record and a health observation; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   fs.writeFileSync(path.join(ROOT, 'bench/results/store.json'), JSON.stringify({ postgres: POSTGRES, requests: REQUESTS, results }, null, 2));
 }

@@ -54,7 +54,8 @@ export function newHoldId(): string {
  * user, the sum of ledger deltas equals the balance plus the amounts of the user's open holds (every change to a
  * balance, a hold or the ledger commits together), so with no hold open the ledger sums to the balance.
  * (Until migration 0007 a hold also wrote a ledger row and its settle the difference: two rows and their index
- * pages per request instead of one. Ledgers written before it keep those rows.)
+ * pages per request instead of one. Ledgers written before it keep those rows.) A settle deletes its hold
+ * (migration 0009): credit_holds holds the open holds only.
  *
  * Hold and settle are on every request's path, so they are hand-written per database rather than built with
  * Kysely (see docs/PERFORMANCE.md): on SQLite, prepared statements in the group commit (src/store/sqlite-batch.ts);
@@ -168,8 +169,8 @@ export class CreditRepo {
     if (!batch) return this.pg!.settle(holdId, actualNano);
     return batch.run(() => {
       const at = now();
-      const hold = batch.statement('update credit_holds set settled_at = ? where id = ? and settled_at is null returning user_id, amount_nano')
-        .get(Date.now(), holdId) as { user_id: number; amount_nano: number } | undefined;
+      const hold = batch.statement('delete from credit_holds where id = ? and settled_at is null returning user_id, amount_nano')
+        .get(holdId) as { user_id: number; amount_nano: number } | undefined;
       if (!hold) return 0;
       const userId = Number(hold.user_id);
       const held = Number(hold.amount_nano);
@@ -193,11 +194,15 @@ export class CreditRepo {
     return this.settle(holdId, 0);
   }
 
-  /** Releases holds left open past their expiry (a crashed process); returns how many. */
+  /**
+   * Releases holds left open past their expiry (a crashed process); returns how many. Also deletes holds an older
+   * build marked settled instead of deleting them (one still running during an upgrade: migration 0009).
+   */
   async releaseExpired(at = Date.now()): Promise<number> {
     const open = await this.db.selectFrom('credit_holds').select('id').where('settled_at', 'is', null)
       .where('expires_at', '<', at).execute();
     for (const h of open) await this.release(h.id);
+    await this.db.deleteFrom('credit_holds').where('settled_at', 'is not', null).execute();
     return open.length;
   }
 

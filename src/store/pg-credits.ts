@@ -55,19 +55,19 @@ const HOLD_ONE = `with debit as (
  * settled.
  */
 const SETTLE_ONE = `with claimed as (
-    update credit_holds set settled_at = $1 where id = $2 and settled_at is null returning user_id, amount_nano
+    delete from credit_holds where id = $1 and settled_at is null returning user_id, amount_nano
   ), cur as (
     select b.user_id, b.balance_nano, c.amount_nano from credit_balances b join claimed c on c.user_id = b.user_id for update of b
   ), delta as (
     select user_id, amount_nano, balance_nano,
-      case when amount_nano >= $3::bigint then amount_nano - $3::bigint else -least($3::bigint - amount_nano, balance_nano) end as d
+      case when amount_nano >= $2::bigint then amount_nano - $2::bigint else -least($2::bigint - amount_nano, balance_nano) end as d
     from cur
   ), applied as (
-    update credit_balances b set balance_nano = b.balance_nano + delta.d, updated_at = $4
+    update credit_balances b set balance_nano = b.balance_nano + delta.d, updated_at = $3
     from delta where b.user_id = delta.user_id and delta.d <> 0
   ), ledger as (
     insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-    select user_id, d - amount_nano, 'charge', $2, $4 from delta where amount_nano - d <> 0
+    select user_id, d - amount_nano, 'charge', $1, $3 from delta where amount_nano - d <> 0
   )
   select amount_nano - d as charged, user_id, balance_nano + d as balance from delta`;
 
@@ -132,7 +132,7 @@ export class PgCredits {
         op.resolve(held);
       } else {
         const { rows } = await this.pool.query({ name: 'gw_settle_one', text: SETTLE_ONE,
-          values: [Date.now(), op.holdId, op.actual, at] });
+          values: [op.holdId, op.actual, at] });
         if (rows.length) this.onBalance?.(Number(rows[0].user_id), Number(rows[0].balance));
         op.resolve(rows.length ? Number(rows[0].charged) : 0);
       }
@@ -147,7 +147,7 @@ export class PgCredits {
     try {
       await client.query('begin');
       // The open holds being settled, locked: a concurrent settle of the same hold elsewhere waits, then finds it
-      // settled.
+      // gone (a settle deletes its hold).
       const settleIds = [...new Set(ops.filter((o): o is SettleOp => o.kind === 'settle').map((o) => o.holdId))];
       const open = new Map<string, { userId: number; amount: number }>();
       if (settleIds.length) {
@@ -203,8 +203,7 @@ export class PgCredits {
             from unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) as h(id, user_id, amount, created, expires, instance)` });
       }
       if (settled.length) {
-        await client.query({ name: 'gw_batch_settled', values: [Date.now(), settled],
-          text: 'update credit_holds set settled_at = $1 where id = any($2::text[])' });
+        await client.query({ name: 'gw_batch_settled', values: [settled], text: 'delete from credit_holds where id = any($1::text[])' });
       }
       if (ledger.user.length) {
         // in queue order: the ledger's ids follow the order the writes were made in
