@@ -14,6 +14,13 @@ export type UpstreamOutcome = 'success' | 'cancelled' | UpstreamErrorKind;
 const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, half_open: 1, open: 2 };
 // seconds; upstream calls of LLMs run from tens of ms to minutes
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/**
+ * How often the event-loop delay histogram (nodejs_eventloop_lag_*) samples, in ms. prom-client's default, 10 ms, is
+ * a timer that wakes the process 100 times a second: 4.6 ms of CPU per second in a process doing nothing else, more
+ * than half of an idle gateway's (docs/PERFORMANCE.md, session 12). At 50 ms a 15-second scrape still sees 300
+ * samples, and a stall longer than 50 ms is still caught by every sample it delays.
+ */
+const EVENT_LOOP_SAMPLE_MS = 50;
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -31,7 +38,8 @@ export class Metrics {
 
   constructor(opts: { defaultMetrics?: boolean; pendingRecords?: () => number; monitoringActive?: () => boolean } = {}) {
     const registers = [this.registry];
-    if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: this.registry }); // standard process_* and nodejs_* names
+    // standard process_* and nodejs_* names; the event-loop delay sampled every EVENT_LOOP_SAMPLE_MS
+    if (opts.defaultMetrics ?? true) client.collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     this.httpRequests = new client.Counter({ name: 'gateway_http_requests_total', help: 'HTTP requests answered, by operationId and status code.',
       labelNames: ['operation', 'status'], registers });
     this.httpDuration = new client.Histogram({ name: 'gateway_http_request_duration_seconds', help: 'Time to answer an HTTP request (streams: until the end).',

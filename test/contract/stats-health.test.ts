@@ -163,6 +163,9 @@ for (const dialect of DIALECTS) {
       expect(value('gateway_http_requests_total{operation="getStatus",status="200"}')).to.be.at.least(1);
       expect(value('gateway_http_requests_total{operation="listModelHealth",status="401"}')).to.be.at.least(1);
       expect(m.text).to.contain('gateway_http_request_duration_seconds_bucket{le="0.005",operation="getStatus"}');
+      // the process's own: the event-loop delay (sampled every 50 ms) among them
+      expect(value('nodejs_eventloop_lag_p99_seconds')).to.be.a('number').and.at.least(0);
+      expect(value('process_resident_memory_bytes')).to.be.greaterThan(10e6);
     });
 
     it('/status is an HTML page with the overall state, providers and models', async () => {
