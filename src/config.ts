@@ -64,6 +64,8 @@ export interface Config {
   media: MediaConfig;
   /** Active health monitor and probes (src/health/monitor.ts). */
   health: HealthMonitorConfig;
+  /** HEALTH_HISTORY_DAYS: days of per-call health history kept (each model keeps its last 100 calls); 0 keeps all. */
+  healthHistoryDays: number;
   /** Serve Prometheus metrics at /metrics (METRICS, default on). */
   metricsEnabled: boolean;
   /** Limits, shared state, CORS and crash recovery (src/limits, src/reliability). */
@@ -347,6 +349,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalogSeedsDir: env.CATALOG_SEEDS_DIR ? path.resolve(env.CATALOG_SEEDS_DIR) : undefined,
     media: mediaConfig(env),
     health: healthMonitorConfig(env),
+    healthHistoryDays: int(env, 'HEALTH_HISTORY_DAYS', 7, 0, 36_500),
     metricsEnabled: bool(env, 'METRICS', true),
     reliability: reliabilityConfig(env),
     env,

@@ -117,7 +117,7 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   recorder.onFlush((usage) => metrics.usage(usage));
   const stats = new UsageStats(store.db, directory, clock);
   const health = new HealthService(store.db, monitoringActive, clock);
-  health.start(recorder);
+  health.start(recorder, undefined, config.healthHistoryDays);
   monitor = new HealthMonitor({
     config: config.health, enabled: config.health.mode === 'on' || (config.health.mode === 'auto' && anyGatewayKey(config)),
     probe: opts.probe ?? ((gateway, model) => engine.probe(gateway, model)),

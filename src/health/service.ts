@@ -9,11 +9,17 @@ import type { Recorder } from '../engine/recorder.js';
 import { round } from '../stats/facts.js';
 import { queryRecords, windows, type RecordQuery, type RecordRow } from './records.js';
 import { IncidentTracker } from './incidents.js';
+import { HealthRepo } from '../store/health.js';
 import { countStatuses, providerStatus, systemStatus, type ProviderStatus } from './rules.js';
 
 const iso = (t: number) => new Date(t).toISOString();
 const isoOrNull = (t: number | null) => (t === null ? null : iso(t));
 const LAST_CALL_STATUSES = ['success', 'error', 'timeout', 'rate_limited'];
+/** A model's detail shows its last calls, however old: the history keeps at least these per (gateway, model). */
+const DETAIL_CALLS = 100;
+/** Buckets the uptime figures read: 30 days (`windows().d30`, the status page's 30 daily bars), and a day to spare. */
+const BUCKETS_KEPT_MS = 31 * 86_400_000;
+const PRUNE_EVERY_MS = 3_600_000;
 /** Buckets that count as up: success rate at least 0.8, in integers. */
 const UP = sql`sum(case when b.successes * 5 >= b.calls * 4 then 1 else 0 end)`;
 
@@ -83,6 +89,7 @@ export class HealthService {
   private sweep: NodeJS.Timeout | undefined;
   private readonly running = new Set<Promise<void>>();
   private pastDays: { d0: number; at: number; rows: Record<string, unknown>[] } | undefined;
+  private prunedAt = -Infinity;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -93,15 +100,34 @@ export class HealthService {
     this.incidents = new IncidentTracker(db, () => this.clock());
   }
 
-  /** Opens and resolves incidents after every batch of health writes, and once a minute. */
-  start(recorder: Recorder, sweepMs = 60_000): void {
+  /**
+   * Opens and resolves incidents after every batch of health writes, and once a minute. The same sweep prunes the
+   * history and the buckets once an hour (the first sweep prunes at once), unless `historyDays` is 0.
+   */
+  start(recorder: Recorder, sweepMs = 60_000, historyDays = 7): void {
     recorder.onFlush((_u, h) => {
       if (!h.length) return;
       const pairs = [...new Map(h.map((o) => [`${o.gateway}\u0000${o.model}`, { gateway: o.gateway, model: o.model }])).values()];
       this.track(this.incidents.reconcile(pairs, true));
     });
-    this.sweep ??= setInterval(() => this.track(this.incidents.reconcile()), sweepMs);
+    this.sweep ??= setInterval(() => {
+      this.track(this.incidents.reconcile());
+      const now = this.clock();
+      if (historyDays > 0 && now - this.prunedAt >= PRUNE_EVERY_MS) {
+        this.prunedAt = now;
+        this.track(this.prune(historyDays).then(() => undefined));
+      }
+    }, sweepMs);
     this.sweep.unref();
+  }
+
+  /**
+   * Deletes history rows older than `historyDays` (each model keeps its last 100 calls, which its detail shows) and
+   * 5-minute buckets older than the 31 days the uptime figures read (src/store/health.ts `prune`).
+   */
+  prune(historyDays: number) {
+    const now = this.clock();
+    return new HealthRepo(this.db).prune(now - historyDays * 86_400_000, now - BUCKETS_KEPT_MS, DETAIL_CALLS);
   }
 
   /** Background reconciliations: a failure is retried by the next sweep; stop() waits for those running. */
@@ -149,7 +175,7 @@ export class HealthService {
     const [history, uptime, incidents] = await Promise.all([
       this.db.selectFrom('model_health_history').select(['ts', 'status', 'latency_ms', 'source'])
         .where('gateway', '=', chosen.gateway).where('model', '=', chosen.model)
-        .orderBy('ts', 'desc').orderBy('id', 'desc').limit(100).execute(),
+        .orderBy('ts', 'desc').orderBy('id', 'desc').limit(DETAIL_CALLS).execute(),
       this.uptimeWindows(chosen),
       this.incidents.list(chosen, now - 30 * 86_400_000, 20),
     ]);

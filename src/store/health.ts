@@ -16,6 +16,9 @@ export interface HealthObservation {
   source: 'passive' | 'probe';
 }
 
+/** A turn of the event loop: what arrived meanwhile (requests, answers) runs before the next chunk of a long job. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** One (gateway, model)'s observations of a batch folded into a counter update, as if applied one by one. */
 function fold(obs: HealthObservation[]) {
   const last = obs[obs.length - 1];
@@ -91,6 +94,49 @@ export class HealthRepo {
 
   async all() {
     return this.db.selectFrom('model_health').selectAll().orderBy('gateway').orderBy('model').execute();
+  }
+
+  /**
+   * Deletes what no read needs any more: each (gateway, model)'s history rows older than `historyBefore`, except its
+   * last `keepCalls` (the model's detail shows its last 100 calls, however old), and 5-minute buckets older than
+   * `bucketsBefore` (uptime reads 30 days). Both tables get a row or an update with every call, so without this they
+   * grow for as long as the gateway runs. Deletes go in chunks of `chunk` rows, each its own statement (and, on
+   * SQLite, its own short commit), through the (gateway, model, ts, id) and (bucket) indexes, with a turn of the event
+   * loop between two (better-sqlite3's statements resolve as microtasks: without it a backlog of 500,000 rows was one
+   * 750 ms block). Returns the rows deleted.
+   */
+  async prune(historyBefore: number, bucketsBefore: number, keepCalls = 100, chunk = 1000): Promise<{ history: number; buckets: number }> {
+    let history = 0;
+    const pairs = await this.db.selectFrom('model_health').select(['gateway', 'model']).execute();
+    for (const { gateway, model } of pairs) {
+      const nth = await this.db.selectFrom('model_health_history').select(['ts', 'id']).where('gateway', '=', gateway).where('model', '=', model)
+        .orderBy('ts', 'desc').orderBy('id', 'desc').limit(1).offset(keepCalls - 1).executeTakeFirst();
+      if (!nth) continue;
+      // older than the cut-off and than the last `keepCalls` (the ones after `nth` in (ts, id) order, and `nth`)
+      const [kts, kid] = [Number(nth.ts), Number(nth.id)];
+      for (;;) {
+        const r = await this.db.deleteFrom('model_health_history').where('id', 'in', (q) => q.selectFrom('model_health_history').select('id')
+          .where('gateway', '=', gateway).where('model', '=', model).where('ts', '<', historyBefore)
+          .where((eb) => eb.or([eb('ts', '<', kts), eb.and([eb('ts', '=', kts), eb('id', '<', kid)])]))
+          .orderBy('ts').orderBy('id').limit(chunk)).executeTakeFirst();
+        const n = Number(r.numDeletedRows);
+        history += n;
+        if (n < chunk) break;
+        await turn();
+      }
+    }
+    let buckets = 0;
+    for (;;) {
+      // up to the chunk-th oldest bucket (with every row of that bucket), or the rest when fewer are left
+      const nth = await this.db.selectFrom('model_health_buckets').select('bucket').where('bucket', '<', bucketsBefore)
+        .orderBy('bucket').limit(1).offset(chunk - 1).executeTakeFirst();
+      const r = await this.db.deleteFrom('model_health_buckets')
+        .where('bucket', nth ? '<=' : '<', nth ? Number(nth.bucket) : bucketsBefore).executeTakeFirst();
+      buckets += Number(r.numDeletedRows);
+      if (!nth) break;
+      await turn();
+    }
+    return { history, buckets };
   }
 }
 

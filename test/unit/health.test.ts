@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { openStore, type Store } from '../../src/store/index.js';
 import { HealthService } from '../../src/health/service.js';
+import { HealthRepo } from '../../src/store/health.js';
 import { Recorder } from '../../src/engine/recorder.js';
 import { createLogger } from '../../src/logger.js';
 import type { HealthObservation } from '../../src/store/health.js';
@@ -214,6 +215,65 @@ for (const dialect of DIALECTS) {
         await health.stop();
         await recorder.stop();
       }
+    });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`health retention on ${dialect}: old history and buckets pruned, each model's last 100 calls kept`, function () {
+    let store: Store;
+    before(async function () {
+      if (dialect === 'postgres' && !(await postgresAvailable())) return this.skip();
+      store = await openStore(configFor(dialect));
+    });
+    after(async () => { await store?.close(); });
+
+    const history = async (model: string) => (await store.db.selectFrom('model_health_history').select(['ts', 'id'])
+      .where('model', '=', model).orderBy('ts').orderBy('id').execute()).map((r) => [Number(r.ts), Number(r.id)]);
+    const buckets = async (model: string) => (await store.db.selectFrom('model_health_buckets').select('bucket')
+      .where('model', '=', model).orderBy('bucket').execute()).map((r) => Number(r.bucket));
+    const series = (model: string, start: number, n: number, step = MIN) => Array.from({ length: n }, (_, i) => at(start + i * step, true, model));
+
+    it('prune: history older than the cut-off goes except each model\'s last 100 calls; buckets older than theirs go; in chunks', async () => {
+      const cut = NOW - 7 * DAY;
+      const busy = series('p/busy', cut - 120 * MIN, 150); // 120 before the cut-off: the 50 oldest go, the last 100 stay
+      const quiet = series('p/quiet', NOW - 40 * DAY, 30); // all old, but fewer than 100: all stay
+      const fresh = series('p/fresh', NOW - DAY, 120); // more than 100, none old: all stay
+      const tie = series('p/tie', NOW - 10 * DAY, 110, 0); // one timestamp: the 10 lowest ids go
+      await store.health.record([...busy, ...quiet, ...fresh, ...tie]);
+      const before = { busy: await history('p/busy'), tie: await history('p/tie'), quietBuckets: await buckets('p/quiet'), busyBuckets: await buckets('p/busy') };
+      // 30 minutes of 5-minute buckets, 40 days ago (NOW is not on a bucket's edge: 7 of them)
+      expect(before.quietBuckets).to.deep.equal([...new Set(quiet.map((o) => o.ts - (o.ts % 300_000)))]).and.to.have.length(7);
+
+      const repo = new HealthRepo(store.db);
+      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 60, buckets: 7 });
+      expect(await history('p/busy')).to.deep.equal(before.busy.slice(50));
+      expect((await history('p/quiet')).map(([ts]) => ts)).to.deep.equal(quiet.map((o) => o.ts));
+      expect(await history('p/fresh')).to.have.length(120);
+      expect(await history('p/tie')).to.deep.equal(before.tie.slice(10));
+      expect(await buckets('p/quiet')).to.deep.equal([]);
+      expect(await buckets('p/busy')).to.deep.equal(before.busyBuckets);
+      // nothing more to do; the model's detail still shows its last 100 calls
+      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 0, buckets: 0 });
+      const detail = await new HealthService(store.db, () => false, () => NOW).detail('p', 'busy');
+      expect(detail!.history).to.have.length(100);
+      expect(detail!.history.at(-1)!.timestamp).to.equal(iso(busy[50].ts));
+    });
+
+    it('the health sweep prunes once an hour with HEALTH_HISTORY_DAYS; 0 keeps everything', async () => {
+      await store.health.record(series('p/swept', NOW - 30 * DAY, 105));
+      const run = async (historyDays: number) => {
+        const health = new HealthService(store.db, () => false, () => NOW);
+        const recorder = new Recorder(store, createLogger('silent'), 60_000);
+        health.start(recorder, 10, historyDays);
+        await new Promise((r) => setTimeout(r, 60));
+        await health.stop();
+        await recorder.stop();
+      };
+      await run(0);
+      expect(await history('p/swept')).to.have.length(105);
+      await run(7);
+      expect(await history('p/swept')).to.have.length(100);
     });
   });
 }

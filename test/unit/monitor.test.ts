@@ -95,6 +95,10 @@ describe('health monitor switch: on by default only with a gateway key, HEALTH_M
     expect(loadConfig({ ...base, HEALTH_PROBE_HOT_S: '60' }).health.intervalsMs.hot).to.equal(60_000);
     expect(() => loadConfig({ ...base, HEALTH_MONITOR: 'sometimes' })).to.throw(/HEALTH_MONITOR/);
     expect(() => loadConfig({ ...base, HEALTH_PROBE_BUDGET: '0' })).to.throw(/HEALTH_PROBE_BUDGET/);
+    // the health history's retention
+    expect(loadConfig(base).healthHistoryDays).to.equal(7);
+    expect(loadConfig({ ...base, HEALTH_HISTORY_DAYS: '0' }).healthHistoryDays).to.equal(0);
+    expect(() => loadConfig({ ...base, HEALTH_HISTORY_DAYS: '-1' })).to.throw(/HEALTH_HISTORY_DAYS/);
   });
 
   for (const [env, active] of [
