@@ -90,6 +90,8 @@ export class HealthService {
   private readonly running = new Set<Promise<void>>();
   private pastDays: { d0: number; at: number; rows: Record<string, unknown>[] } | undefined;
   private prunedAt = -Infinity;
+  /** stop() was called: a prune in progress stops at its next chunk. */
+  private stopping = false;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -127,7 +129,7 @@ export class HealthService {
    */
   prune(historyDays: number) {
     const now = this.clock();
-    return new HealthRepo(this.db).prune(now - historyDays * 86_400_000, now - BUCKETS_KEPT_MS, DETAIL_CALLS);
+    return new HealthRepo(this.db).prune(now - historyDays * 86_400_000, now - BUCKETS_KEPT_MS, DETAIL_CALLS, undefined, () => this.stopping);
   }
 
   /** Background reconciliations: a failure is retried by the next sweep; stop() waits for those running. */
@@ -142,6 +144,7 @@ export class HealthService {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.sweep) clearInterval(this.sweep);
     this.sweep = undefined;
     await this.settled();

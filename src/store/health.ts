@@ -103,18 +103,20 @@ export class HealthRepo {
    * grow for as long as the gateway runs. Deletes go in chunks of `chunk` rows, each its own statement (and, on
    * SQLite, its own short commit), through the (gateway, model, ts, id) and (bucket) indexes, with a turn of the event
    * loop between two (better-sqlite3's statements resolve as microtasks: without it a backlog of 500,000 rows was one
-   * 750 ms block). Returns the rows deleted.
+   * 750 ms block). `stopped` is asked before each chunk: a stopping gateway does not wait for a long backlog. Returns
+   * the rows deleted.
    */
-  async prune(historyBefore: number, bucketsBefore: number, keepCalls = 100, chunk = 1000): Promise<{ history: number; buckets: number }> {
+  async prune(historyBefore: number, bucketsBefore: number, keepCalls = 100, chunk = 1000, stopped = () => false): Promise<{ history: number; buckets: number }> {
     let history = 0;
     const pairs = await this.db.selectFrom('model_health').select(['gateway', 'model']).execute();
     for (const { gateway, model } of pairs) {
+      if (stopped()) return { history, buckets: 0 };
       const nth = await this.db.selectFrom('model_health_history').select(['ts', 'id']).where('gateway', '=', gateway).where('model', '=', model)
         .orderBy('ts', 'desc').orderBy('id', 'desc').limit(1).offset(keepCalls - 1).executeTakeFirst();
       if (!nth) continue;
       // older than the cut-off and than the last `keepCalls` (the ones after `nth` in (ts, id) order, and `nth`)
       const [kts, kid] = [Number(nth.ts), Number(nth.id)];
-      for (;;) {
+      while (!stopped()) {
         const r = await this.db.deleteFrom('model_health_history').where('id', 'in', (q) => q.selectFrom('model_health_history').select('id')
           .where('gateway', '=', gateway).where('model', '=', model).where('ts', '<', historyBefore)
           .where((eb) => eb.or([eb('ts', '<', kts), eb.and([eb('ts', '=', kts), eb('id', '<', kid)])]))
@@ -126,7 +128,7 @@ export class HealthRepo {
       }
     }
     let buckets = 0;
-    for (;;) {
+    while (!stopped()) {
       // up to the chunk-th oldest bucket (with every row of that bucket), or the rest when fewer are left
       const nth = await this.db.selectFrom('model_health_buckets').select('bucket').where('bucket', '<', bucketsBefore)
         .orderBy('bucket').limit(1).offset(chunk - 1).executeTakeFirst();

@@ -253,6 +253,12 @@ for (const dialect of DIALECTS) {
       expect(await history('p/tie')).to.deep.equal(before.tie.slice(10));
       expect(await buckets('p/quiet')).to.deep.equal([]);
       expect(await buckets('p/busy')).to.deep.equal(before.busyBuckets);
+      // a prune told to stop (the gateway is stopping) deletes no further chunk
+      await store.health.record(series('p/stop', NOW - 20 * DAY, 130));
+      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7, () => true)).to.deep.equal({ history: 0, buckets: 0 });
+      expect(await history('p/stop')).to.have.length(130);
+      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 30, buckets: 0 });
+      expect(await history('p/stop')).to.have.length(100);
       // nothing more to do; the model's detail still shows its last 100 calls
       expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 0, buckets: 0 });
       const detail = await new HealthService(store.db, () => false, () => NOW).detail('p', 'busy');
