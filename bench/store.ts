@@ -10,8 +10,9 @@
  * It prints, per concurrency, the medians over `--rounds` of: the process's CPU µs per request, wall µs per
  * request, and from /proc/self/io the write system calls (`syscw`) and bytes written (`wchar`) per request: with
  * SQLite these are the WAL's frame writes and its checkpoints' copies, so they count pages and do not drift with
- * the machine's load the way times do on a shared VM. (With --postgres the writes are the protocol's to the server,
- * and its own work is not counted.) Writes bench/results/store.json.
+ * the machine's load the way times do on a shared VM. With --postgres the writes are the protocol's to the server,
+ * and the server's CPU per request is added (every process of this machine named `postgres`, from /proc: the
+ * server must run here). Writes bench/results/store.json.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,7 +21,7 @@ import { openStore, type Store } from '../src/store/index.js';
 import { newHoldId } from '../src/store/credits.js';
 import type { UsageRecord } from '../src/store/usage.js';
 import type { HealthObservation } from '../src/store/health.js';
-import { ROOT, formatTable, log, median, round } from './lib.js';
+import { ROOT, cpuUs, formatTable, log, median, round } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const REQUESTS = Number(arg('--requests') ?? 4000);
@@ -29,6 +30,17 @@ const ROUNDS = Number(arg('--rounds') ?? 3);
 const POSTGRES = process.argv.includes('--postgres');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const FLUSH_EVERY = 20;
+
+/** CPU µs of this machine's PostgreSQL server processes so far (all of them: the benchmark's backends among them). */
+function serverCpuUs(): number {
+  let us = 0;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') us += cpuUs(Number(pid));
+    } catch { /* ended meanwhile */ }
+  }
+  return us;
+}
 
 /** This process's write system calls and bytes written so far (/proc/self/io). */
 function io(): { syscw: number; wchar: number } {
@@ -92,6 +104,7 @@ async function run(c: number, n: number, label: string) {
       await Promise.all(ids.map((id) => store.credits.settle(id, 1_200_000)));
     }
     const cpu0 = process.cpuUsage();
+    const server0 = POSTGRES ? serverCpuUs() : 0;
     const io0 = io();
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < n; i += c) {
@@ -108,10 +121,11 @@ async function run(c: number, n: number, label: string) {
     await flush();
     const wallUs = Number(process.hrtime.bigint() - t0) / 1e3;
     const cpu = process.cpuUsage(cpu0);
+    const serverUs = POSTGRES ? (serverCpuUs() - server0) / n : 0;
     const io1 = io();
     const open = await store.credits.openHoldCount(userId);
     if (open !== 0) throw new Error(`${open} holds left open`);
-    return { cpuUs: (cpu.user + cpu.system) / n, wallUs: wallUs / n, syscw: (io1.syscw - io0.syscw) / n, wchar: (io1.wchar - io0.wchar) / n };
+    return { cpuUs: (cpu.user + cpu.system) / n, serverUs, wallUs: wallUs / n, syscw: (io1.syscw - io0.syscw) / n, wchar: (io1.wchar - io0.wchar) / n };
   } finally {
     await close();
   }
@@ -123,14 +137,14 @@ async function main() {
     for (const c of CONCURRENCY) {
       const res = await run(c, REQUESTS, `c${c}r${r}`);
       (results[`c${c}`] ??= []).push(res);
-      log(`round ${r + 1}/${ROUNDS} c=${c}: ${round(res.cpuUs, 1)} µs CPU, ${round(res.wallUs, 1)} µs wall, ${round(res.syscw, 2)} writes, ${round(res.wchar, 0)} bytes per request`);
+      log(`round ${r + 1}/${ROUNDS} c=${c}: ${round(res.cpuUs, 1)} µs CPU${POSTGRES ? ` (server ${round(res.serverUs, 1)})` : ''}, ${round(res.wallUs, 1)} µs wall, ${round(res.syscw, 2)} writes, ${round(res.wchar, 0)} bytes per request`);
     }
   }
-  const rows = [['concurrency', 'CPU µs / request', 'wall µs / request', 'write syscalls / request', 'bytes written / request']];
+  const rows = [['concurrency', 'CPU µs / request', ...(POSTGRES ? ['server CPU µs / request'] : []), 'wall µs / request', 'write syscalls / request', 'bytes written / request']];
   for (const c of CONCURRENCY) {
     const xs = results[`c${c}`];
     const m = (k: keyof (typeof xs)[number]) => median(xs.map((x) => x[k]));
-    rows.push([String(c), String(round(m('cpuUs'), 1)), String(round(m('wallUs'), 1)), String(round(m('syscw'), 2)), String(round(m('wchar'), 0))]);
+    rows.push([String(c), String(round(m('cpuUs'), 1)), ...(POSTGRES ? [String(round(m('serverUs'), 1))] : []), String(round(m('wallUs'), 1)), String(round(m('syscw'), 2)), String(round(m('wchar'), 0))]);
   }
   process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle, a usage record and a health observation; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });

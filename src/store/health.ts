@@ -2,6 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { applyHealthBuckets, healthBucketDeltas, writeHealthBucketsSqlite } from './rollups.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
+import { writeHealthPg } from './pg-records.js';
+import type pg from 'pg';
 
 export interface HealthObservation {
   gateway: string;
@@ -43,8 +45,11 @@ function fold(obs: HealthObservation[]) {
  * buckets (24 h counters and uptime), written together in one transaction.
  */
 export class HealthRepo {
-  /** `batch` on SQLite: the recorder's flush joins the group commit with prepared statements. */
-  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch) {}
+  /**
+   * `batch` on SQLite: the recorder's flush joins the group commit with prepared statements; `pool` on PostgreSQL:
+   * it is three named set-based statements (src/store/pg-records.ts).
+   */
+  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch, private readonly pool?: pg.Pool) {}
 
   /** Applies a batch of observations (the recorder batches them off the request path). */
   async record(batch: HealthObservation[]): Promise<void> {
@@ -59,6 +64,7 @@ export class HealthRepo {
     const folds = [...byPair.keys()].sort().map((k) => fold(byPair.get(k)!));
     const writer = this.batch;
     if (writer) return writer.run(() => writeHealthSqlite(writer, folds, batch));
+    if (this.pool) return writeHealthPg(this.pool, folds, batch, healthBucketDeltas(batch));
     await this.db.transaction().execute(async (trx) => {
       for (const f of folds) {
         await trx.insertInto('model_health').values({

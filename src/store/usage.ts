@@ -2,13 +2,18 @@ import type { Insertable, Kysely } from 'kysely';
 import type { Database, UsageRecordsTable } from './schema.js';
 import { applyUsageDeltas, rebuildUsageRollups, usageDeltas, writeUsageSqlite } from './rollups.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
+import { writeUsagePg } from './pg-records.js';
+import type pg from 'pg';
 
 export type UsageRecord = Insertable<UsageRecordsTable>;
 
 /** Usage records: written in batches by the usage recorder, read by statistics. */
 export class UsageRepo {
-  /** `batch` on SQLite: the recorder's flush joins the group commit with prepared statements. */
-  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch) {}
+  /**
+   * `batch` on SQLite: the recorder's flush joins the group commit with prepared statements; `pool` on PostgreSQL:
+   * it is three named set-based statements (src/store/pg-records.ts).
+   */
+  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch, private readonly pool?: pg.Pool) {}
 
   /** Inserts raw rows and folds them into the rollups in one transaction (statistics read both). */
   async insertMany(records: UsageRecord[]): Promise<void> {
@@ -16,6 +21,7 @@ export class UsageRepo {
     const deltas = usageDeltas(records);
     const { batch } = this;
     if (batch) return batch.run(() => writeUsageSqlite(batch, records, deltas));
+    if (this.pool) return writeUsagePg(this.pool, records, deltas);
     await this.db.transaction().execute(async (trx) => {
       // Chunked so one statement stays under SQLite's bound-parameter limit.
       for (let i = 0; i < records.length; i += 500) {

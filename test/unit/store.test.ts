@@ -305,6 +305,31 @@ for (const dialect of DIALECTS) {
       expect(h).to.include({ last_status: 'error', last_error: 'boom' });
       expect([Number(h!.calls), Number(h!.successes), Number(h!.errors), Number(h!.total_latency_ms), Number(h!.consecutive_failures)])
         .to.deep.equal([2, 1, 1, 400, 1]);
+      // later batches update the counters (the upsert's rules): successes only keep the last error and end the run of
+      // failures; failures only keep the last success and add to the run
+      const counters = async () => {
+        const r = (await store.health.get('g', 'm'))!;
+        return [r.last_status, r.last_error, Number(r.calls), Number(r.consecutive_failures), Number(r.last_success), Number(r.last_failure), Number(r.last_checked)];
+      };
+      await store.health.record([
+        { gateway: 'g', model: 'm', provider: 'p', ok: true, status: 'success', latencyMs: 50, error: null, ts: now + 2, source: 'passive' },
+        { gateway: 'g', model: 'm', provider: 'p', ok: true, status: 'success', latencyMs: 60, error: null, ts: now + 3, source: 'probe' },
+      ]);
+      expect(await counters()).to.deep.equal(['success', 'boom', 4, 0, now + 3, now + 1, now + 3]);
+      await store.health.record([
+        { gateway: 'g', model: 'm', provider: 'p', ok: false, status: 'timeout', latencyMs: null, error: 'slow', ts: now + 4, source: 'passive' },
+        { gateway: 'g', model: 'm', provider: 'p', ok: false, status: 'error', latencyMs: 10, error: 'bad', ts: now + 5, source: 'passive' },
+      ]);
+      expect(await counters()).to.deep.equal(['error', 'bad', 6, 2, now + 3, now + 5, now + 5]);
+      const history = await store.db.selectFrom('model_health_history').select(['ts', 'ok', 'status', 'latency_ms', 'source'])
+        .where('gateway', '=', 'g').where('model', '=', 'm').orderBy('ts').execute();
+      expect(history.map((r) => [Number(r.ts) - now, Number(r.ok), r.status, r.latency_ms === null ? null : Number(r.latency_ms), r.source])).to.deep.equal([
+        [0, 1, 'success', 100, 'passive'], [1, 0, 'error', 300, 'passive'], [2, 1, 'success', 50, 'passive'], [3, 1, 'success', 60, 'probe'],
+        [4, 0, 'timeout', null, 'passive'], [5, 0, 'error', 10, 'passive']]);
+      const buckets = await store.db.selectFrom('model_health_buckets').select(['calls', 'successes', 'latency_sum', 'latency_n'])
+        .where('gateway', '=', 'g').where('model', '=', 'm').execute();
+      const sum = (k: 'calls' | 'successes' | 'latency_sum' | 'latency_n') => buckets.reduce((a, b) => a + Number(b[k]), 0);
+      expect([sum('calls'), sum('successes'), sum('latency_sum'), sum('latency_n')]).to.deep.equal([6, 3, 520, 5]);
     });
   });
 }
