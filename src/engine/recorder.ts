@@ -1,7 +1,9 @@
 /**
  * Usage and health records, written off the request path: callers push into an in-memory buffer that is
- * flushed in one batch every `intervalMs` (or sooner when `maxBatch` is reached) and on stop. A failed flush
- * keeps its records for the next attempt, so none are lost while the process lives.
+ * flushed in one batch `intervalMs` after the first record waiting in it (or sooner when `maxBatch` is reached) and
+ * on stop. The timer is armed only while records wait: an idle gateway is not woken four times a second for
+ * nothing (docs/PERFORMANCE.md, session 12). A failed flush keeps its records for the next attempt, so none are
+ * lost while the process lives.
  */
 import type { Store } from '../store/index.js';
 import type { UsageRecord } from '../store/usage.js';
@@ -14,6 +16,7 @@ export class Recorder {
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   private listeners: Array<(u: UsageRecord[], h: HealthObservation[]) => void> = [];
+  private started = false;
 
   constructor(
     private readonly store: Store,
@@ -23,7 +26,17 @@ export class Recorder {
   ) {}
 
   start(): void {
-    this.timer ??= setInterval(() => void this.flush(), this.intervalMs);
+    this.started = true;
+    if (this.pending) this.arm();
+  }
+
+  /** The flush of what waits, `intervalMs` from now, unless one is armed already. */
+  private arm(): void {
+    if (!this.started || this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.intervalMs);
     this.timer.unref();
   }
 
@@ -35,11 +48,13 @@ export class Recorder {
   recordUsage(rec: UsageRecord): void {
     this.usage.push(rec);
     if (this.usage.length >= this.maxBatch) void this.flush();
+    else this.arm();
   }
 
   recordHealth(obs: HealthObservation): void {
     this.health.push(obs);
     if (this.health.length >= this.maxBatch) void this.flush();
+    else this.arm();
   }
 
   get pending(): number {
@@ -78,11 +93,14 @@ export class Recorder {
       await this.flushing;
     } finally {
       this.flushing = undefined;
+      // a failed flush put its records back: they wait for the next one
+      if (this.pending) this.arm();
     }
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.started = false;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.flush();
   }
