@@ -253,7 +253,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
         '0001_initial': initial(dialect), '0002_catalog': catalog(), '0003_stats': statsMigration(dialect),
         '0004_limits': limits(), '0005_instances': instances(), '0006_open_holds_index': openHoldsIndex(),
         '0007_ledger_charges': ledgerCharges(), '0008_fewer_indexes': fewerIndexes(),
-        '0009_settled_holds_deleted': settledHoldsDeleted(),
+        '0009_settled_holds_deleted': settledHoldsDeleted(), '0010_ledger_rowid': ledgerRowid(dialect),
       };
     },
   };
@@ -327,6 +327,36 @@ function settledHoldsDeleted(): Migration {
     },
     async down(db: Kysely<any>) {
       await sql`create index credit_holds_open on credit_holds (expires_at) where settled_at is null`.execute(db);
+    },
+  };
+}
+
+/**
+ * On SQLite the ledger's id becomes a plain `integer primary key` (the rowid) instead of `autoincrement`. With the
+ * keyword, every commit that inserts a ledger row (a settle's charge) also rewrites the `sqlite_sequence` row that
+ * remembers the largest id ever used: one more page in the commit, 9.11 -> 8.11 WAL frames per hold + settle in a
+ * micro-benchmark (docs/PERFORMANCE.md, session 12). Without it a new id is the largest present + 1; ledger rows are
+ * never deleted, so no id is ever used twice either way. SQLite cannot drop the keyword in place: the table is rebuilt
+ * (copied in id order, its index made again) inside the migration's transaction, so on a large ledger the upgrade
+ * takes a while. PostgreSQL's `bigserial` has no such cost: nothing to do there.
+ */
+function ledgerRowid(dialect: Dialect): Migration {
+  const rebuild = async (db: Kysely<any>, id: string) => {
+    await sql.raw(`create table credit_ledger_rebuilt (id ${id}, user_id bigint not null, delta_nano bigint not null, kind text not null,
+      reference text, created_at text not null)`).execute(db);
+    await sql`insert into credit_ledger_rebuilt (id, user_id, delta_nano, kind, reference, created_at)
+      select id, user_id, delta_nano, kind, reference, created_at from credit_ledger order by id`.execute(db);
+    await sql`drop table credit_ledger`.execute(db);
+    await sql`alter table credit_ledger_rebuilt rename to credit_ledger`.execute(db);
+    await db.schema.createIndex('credit_ledger_user').on('credit_ledger').columns(['user_id', 'id']).execute();
+  };
+  return {
+    async up(db: Kysely<any>) {
+      if (dialect === 'sqlite') await rebuild(db, 'integer primary key');
+    },
+    // back to autoincrement; SQLite's sequence takes the largest id copied
+    async down(db: Kysely<any>) {
+      if (dialect === 'sqlite') await rebuild(db, 'integer primary key autoincrement');
     },
   };
 }

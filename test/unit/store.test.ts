@@ -229,6 +229,47 @@ for (const dialect of DIALECTS) {
       await store.db.deleteFrom('credit_holds').where('id', '=', open).execute();
     });
 
+    it('credits: the ledger keeps its rows, ids and index through migration 0010 (SQLite: rowid ids, no sqlite_sequence), and back', async () => {
+      const uid = await store.keys.createUser('ledger-rebuild');
+      await store.credits.grant(uid, 500);
+      const h = `rowid-${uid}`;
+      await store.credits.hold(uid, h, 300, 60_000);
+      await store.credits.settle(h, 120);
+      const rows = async () => (await store.db.selectFrom('credit_ledger').selectAll().where('user_id', '=', uid).orderBy('id').execute())
+        .map((r) => [Number(r.id), r.kind, Number(r.delta_nano), r.reference, r.created_at]);
+      const before = await rows();
+      expect(before.map((r) => [r[1], r[2], r[3]])).to.deep.equal([['grant', 500, null], ['charge', -120, h]]);
+      const ddl = async () => (await sql<{ sql: string }>`select sql from sqlite_master where type = 'table' and name = 'credit_ledger'`.execute(store.db)).rows[0].sql.toLowerCase();
+      const ledgerIndexes = async () => (dialect === 'sqlite'
+        ? (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'credit_ledger' and sql is not null`.execute(store.db)).rows
+        : (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'credit_ledger' and schemaname = current_schema() and indexname <> 'credit_ledger_pkey'`.execute(store.db)).rows)
+        .map((r) => r.name);
+      if (dialect === 'sqlite') expect(await ddl()).to.contain('integer primary key').and.not.to.contain('autoincrement');
+      expect(await ledgerIndexes()).to.deep.equal(['credit_ledger_user']);
+
+      const migrator = storeMigrator(store.db, cfg);
+      expect((await migrator.migrateTo('0009_settled_holds_deleted')).error).to.equal(undefined);
+      if (dialect === 'sqlite') expect(await ddl()).to.contain('autoincrement');
+      expect(await rows()).to.deep.equal(before);
+      expect(await ledgerIndexes()).to.deep.equal(['credit_ledger_user']);
+      await store.credits.grant(uid, 7); // made under the old table: its id follows the largest
+      expect((await migrator.migrateToLatest()).error).to.equal(undefined);
+      const after = await rows();
+      expect(after.slice(0, 2)).to.deep.equal(before);
+      expect(after[2][0]).to.be.greaterThan(before[1][0] as number);
+      // new rows go on after the largest id
+      await store.credits.grant(uid, 1);
+      const last = await rows();
+      expect(last[3][0]).to.be.greaterThan(after[2][0] as number);
+      expect(await store.credits.ledgerSum(uid)).to.equal(500 - 120 + 7 + 1);
+      expect(await store.credits.balance(uid)).to.equal(500 - 120 + 7 + 1);
+      if (dialect === 'sqlite') {
+        expect(await ddl()).not.to.contain('autoincrement');
+        const plan = await sql<{ detail: string }>`explain query plan select id from credit_ledger where user_id = ${uid} order by id`.execute(store.db);
+        expect(plan.rows.map((r) => r.detail).join(' ')).to.contain('COVERING INDEX credit_ledger_user');
+      }
+    });
+
     it('usage_records: four secondary indexes, each read served by one; health history one (migration 0008, and back)', async () => {
       const indexesOf = async (table: string) => (dialect === 'sqlite'
         ? (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = ${table} and sql is not null`.execute(store.db)).rows
