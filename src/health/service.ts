@@ -9,7 +9,7 @@ import type { Recorder } from '../engine/recorder.js';
 import { round } from '../stats/facts.js';
 import { queryRecords, windows, type RecordQuery, type RecordRow } from './records.js';
 import { IncidentTracker } from './incidents.js';
-import { HealthRepo } from '../store/health.js';
+import { pruneHealth } from '../store/health.js';
 import { countStatuses, providerStatus, systemStatus, type ProviderStatus } from './rules.js';
 
 const iso = (t: number) => new Date(t).toISOString();
@@ -125,11 +125,11 @@ export class HealthService {
 
   /**
    * Deletes history rows older than `historyDays` (each model keeps its last 100 calls, which its detail shows) and
-   * 5-minute buckets older than the 31 days the uptime figures read (src/store/health.ts `prune`).
+   * 5-minute buckets older than the 31 days the uptime figures read (src/store/health.ts `pruneHealth`).
    */
   prune(historyDays: number) {
     const now = this.clock();
-    return new HealthRepo(this.db).prune(now - historyDays * 86_400_000, now - BUCKETS_KEPT_MS, DETAIL_CALLS, undefined, () => this.stopping);
+    return pruneHealth(this.db, now - historyDays * 86_400_000, now - BUCKETS_KEPT_MS, DETAIL_CALLS, undefined, () => this.stopping);
   }
 
   /** Background reconciliations: a failure is retried by the next sweep; stop() waits for those running. */

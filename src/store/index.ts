@@ -20,6 +20,7 @@ import { LimitRepo } from './limits.js';
 import { InstanceRepo } from './instances.js';
 import { SqliteWriteBatch } from './sqlite-batch.js';
 import { PgCredits } from './pg-credits.js';
+import type { RecordWriter } from './pg-records.js';
 
 // PostgreSQL returns int8 and numeric as strings; every such value here fits a JS number (nano-USD up to 9e15).
 pg.types.setTypeParser(20, (v) => Number(v));
@@ -107,6 +108,7 @@ export function storeMigrator(db: Kysely<any>, cfg: DatabaseConfig): Migrator {
 export async function openStore(cfg: DatabaseConfig): Promise<Store> {
   const { db, batch, pool } = cfg.dialect === 'sqlite' ? { ...sqliteDb(cfg.file), pool: undefined } : { ...(await postgresDb(cfg.url, cfg.schema)), batch: undefined };
   const dialect: Dialect = cfg.dialect;
+  const writer: RecordWriter = batch ? { batch } : { pool: pool! };
   const { error } = await storeMigrator(db, cfg).migrateToLatest();
   if (error) {
     await db.destroy();
@@ -118,8 +120,8 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
     keys: new KeyRepo(db),
     credits: new CreditRepo(db, batch, pool && new PgCredits(pool)),
     sessions: new SessionRepo(db),
-    usage: new UsageRepo(db, batch, pool),
-    health: new HealthRepo(db, batch, pool),
+    usage: new UsageRepo(db, writer),
+    health: new HealthRepo(db, writer),
     catalog: new CatalogRepo(db),
     limits: new LimitRepo(db),
     instances: new InstanceRepo(db),

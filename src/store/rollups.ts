@@ -45,7 +45,7 @@ export const RAW_FACT_COLUMNS: RawBuilder<unknown> = sql`gateway, provider, mode
     then cast(completion_tokens * 1000.0 / (latency_ms - coalesce(ttft_ms, 0)) as double precision) else 0 end as tps_sum,
   case when status = 'success' and completion_tokens > 0 and latency_ms - coalesce(ttft_ms, 0) > 0 then 1 else 0 end as tps_n`;
 
-const SUM_COLUMNS = ['requests', 'successes', 'failures', 'prompt_tokens', 'completion_tokens', 'cost_nano', 'latency_sum',
+export const SUM_COLUMNS = ['requests', 'successes', 'failures', 'prompt_tokens', 'completion_tokens', 'cost_nano', 'latency_sum',
   'ttft_sum', 'ttft_n', 'tps_sum', 'tps_n'] as const;
 
 function addTo(row: UsageRollupTable, r: UsageRecord): void {
@@ -89,49 +89,39 @@ export function usageDeltas(records: UsageRecord[]): { rollup: UsageRollupTable[
   return { rollup: sorted(rollup), seen: sorted(seen) };
 }
 
-export async function applyUsageDeltas(db: Db, d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): Promise<void> {
-  // 15 and 4 parameters a row: chunks stay far below SQLite's and PostgreSQL's bound-parameter limits
-  for (let i = 0; i < d.rollup.length; i += 500) {
-    await db.insertInto('usage_rollup').values(d.rollup.slice(i, i + 500))
-      .onConflict((oc) => oc.columns(['grain', 'period', 'gateway', 'provider', 'model']).doUpdateSet(
-        Object.fromEntries(SUM_COLUMNS.map((c) => [c, sql`usage_rollup.${sql.ref(c)} + excluded.${sql.ref(c)}`])) as any,
-      )).execute();
-  }
-  for (let i = 0; i < d.seen.length; i += 1000) {
-    await db.insertInto('usage_user_seen').values(d.seen.slice(i, i + 1000))
-      .onConflict((oc) => oc.columns(['scope_gateway', 'scope_model', 'user_id']).doUpdateSet({
-        last_at: sql`case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`,
-      })).execute();
-  }
-}
-
-const USAGE_COLUMNS = ['request_id', 'user_id', 'key_id', 'endpoint', 'gateway', 'provider', 'model', 'status', 'error_class', 'http_status',
+export const USAGE_COLUMNS = ['request_id', 'user_id', 'key_id', 'endpoint', 'gateway', 'provider', 'model', 'status', 'error_class', 'http_status',
   'prompt_tokens', 'completion_tokens', 'cached_tokens', 'cost_nano', 'latency_ms', 'ttft_ms', 'created_at'] as const;
-const ROLLUP_KEY = ['grain', 'period', 'gateway', 'provider', 'model'] as const;
+export const ROLLUP_KEY = ['grain', 'period', 'gateway', 'provider', 'model'] as const;
 const marks = (n: number) => Array(n).fill('?').join(', ');
 
+/** The upserts' conflict rules, one text for both databases (SQLite's prepared statements, src/store/pg-records.ts). */
+export const ROLLUP_ON_CONFLICT = `on conflict (${ROLLUP_KEY.join(', ')}) do update set ${SUM_COLUMNS.map((c) => `${c} = usage_rollup.${c} + excluded.${c}`).join(', ')}`;
+export const SEEN_ON_CONFLICT = `on conflict (scope_gateway, scope_model, user_id) do update set
+  last_at = case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`;
+export const BUCKETS_ON_CONFLICT = `on conflict (gateway, model, bucket) do update set calls = model_health_buckets.calls + excluded.calls,
+  successes = model_health_buckets.successes + excluded.successes, latency_sum = model_health_buckets.latency_sum + excluded.latency_sum,
+  latency_n = model_health_buckets.latency_n + excluded.latency_n`;
+
 /**
- * The same writes as insertMany + applyUsageDeltas, as prepared statements for SQLite's group commit (one
- * statement per row is the fast way there: no SQL is built per batch, nothing is re-prepared).
+ * A flush of usage records on SQLite: the rows, the rollup and the last-seen upserts, as prepared statements in the
+ * group commit (one statement per row is the fast way there: no SQL is built per batch, nothing is re-prepared).
+ * PostgreSQL's is set-based: src/store/pg-records.ts.
  */
 export function writeUsageSqlite(batch: SqliteWriteBatch, records: UsageRecord[], d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): void {
   const insert = batch.statement(`insert into usage_records (${USAGE_COLUMNS.join(', ')}) values (${marks(USAGE_COLUMNS.length)})`);
   for (const r of records) insert.run(USAGE_COLUMNS.map((c) => (r as Record<string, unknown>)[c] ?? null));
   const rollup = batch.statement(`insert into usage_rollup (${[...ROLLUP_KEY, ...SUM_COLUMNS].join(', ')}) values (${marks(ROLLUP_KEY.length + SUM_COLUMNS.length)})
-    on conflict (${ROLLUP_KEY.join(', ')}) do update set ${SUM_COLUMNS.map((c) => `${c} = usage_rollup.${c} + excluded.${c}`).join(', ')}`);
+    ${ROLLUP_ON_CONFLICT}`);
   for (const row of d.rollup) rollup.run([...ROLLUP_KEY, ...SUM_COLUMNS].map((c) => row[c]));
   const seen = batch.statement(`insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at) values (?, ?, ?, ?)
-    on conflict (scope_gateway, scope_model, user_id) do update set
-      last_at = case when excluded.last_at > usage_user_seen.last_at then excluded.last_at else usage_user_seen.last_at end`);
+    ${SEEN_ON_CONFLICT}`);
   for (const s of d.seen) seen.run(s.scope_gateway, s.scope_model, s.user_id, s.last_at);
 }
 
-/** applyHealthBuckets for SQLite's group commit. */
+/** The 5-minute health buckets' upsert for SQLite's group commit. */
 export function writeHealthBucketsSqlite(batch: SqliteWriteBatch, rows: ModelHealthBucketsTable[]): void {
   const up = batch.statement(`insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n) values (?, ?, ?, ?, ?, ?, ?)
-    on conflict (gateway, model, bucket) do update set calls = model_health_buckets.calls + excluded.calls,
-      successes = model_health_buckets.successes + excluded.successes, latency_sum = model_health_buckets.latency_sum + excluded.latency_sum,
-      latency_n = model_health_buckets.latency_n + excluded.latency_n`);
+    ${BUCKETS_ON_CONFLICT}`);
   for (const b of rows) up.run(b.gateway, b.model, b.bucket, b.calls, b.successes, b.latency_sum, b.latency_n);
 }
 
@@ -169,18 +159,6 @@ export function healthBucketDeltas(batch: HealthObservation[]): ModelHealthBucke
     if (o.latencyMs != null) { b.latency_sum += o.latencyMs; b.latency_n += 1; }
   }
   return [...out.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-}
-
-export async function applyHealthBuckets(db: Db, rows: ModelHealthBucketsTable[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 1000) {
-    await db.insertInto('model_health_buckets').values(rows.slice(i, i + 1000))
-      .onConflict((oc) => oc.columns(['gateway', 'model', 'bucket']).doUpdateSet({
-        calls: sql`model_health_buckets.calls + excluded.calls`,
-        successes: sql`model_health_buckets.successes + excluded.successes`,
-        latency_sum: sql`model_health_buckets.latency_sum + excluded.latency_sum`,
-        latency_n: sql`model_health_buckets.latency_n + excluded.latency_n`,
-      })).execute();
-  }
 }
 
 export async function rebuildHealthBuckets(db: Db): Promise<void> {

@@ -1,9 +1,7 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, UsageRecordsTable } from './schema.js';
-import { applyUsageDeltas, rebuildUsageRollups, usageDeltas, writeUsageSqlite } from './rollups.js';
-import type { SqliteWriteBatch } from './sqlite-batch.js';
-import { writeUsagePg } from './pg-records.js';
-import type pg from 'pg';
+import { rebuildUsageRollups, usageDeltas, writeUsageSqlite } from './rollups.js';
+import { writeUsagePg, type RecordWriter } from './pg-records.js';
 
 export type UsageRecord = Insertable<UsageRecordsTable>;
 
@@ -13,22 +11,15 @@ export class UsageRepo {
    * `batch` on SQLite: the recorder's flush joins the group commit with prepared statements; `pool` on PostgreSQL:
    * it is three named set-based statements (src/store/pg-records.ts).
    */
-  constructor(private readonly db: Kysely<Database>, private readonly batch?: SqliteWriteBatch, private readonly pool?: pg.Pool) {}
+  constructor(private readonly db: Kysely<Database>, private readonly writer: RecordWriter) {}
 
   /** Inserts raw rows and folds them into the rollups in one transaction (statistics read both). */
   async insertMany(records: UsageRecord[]): Promise<void> {
     if (!records.length) return;
     const deltas = usageDeltas(records);
-    const { batch } = this;
-    if (batch) return batch.run(() => writeUsageSqlite(batch, records, deltas));
-    if (this.pool) return writeUsagePg(this.pool, records, deltas);
-    await this.db.transaction().execute(async (trx) => {
-      // Chunked so one statement stays under SQLite's bound-parameter limit.
-      for (let i = 0; i < records.length; i += 500) {
-        await trx.insertInto('usage_records').values(records.slice(i, i + 500)).execute();
-      }
-      await applyUsageDeltas(trx, deltas);
-    });
+    const { writer } = this;
+    if ('batch' in writer) return writer.batch.run(() => writeUsageSqlite(writer.batch, records, deltas));
+    return writeUsagePg(writer.pool, records, deltas);
   }
 
   /** Bulk load without rollups (seeding); call rebuildRollups() afterwards. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { openStore, type Store } from '../../src/store/index.js';
 import { HealthService } from '../../src/health/service.js';
-import { HealthRepo } from '../../src/store/health.js';
+import { pruneHealth } from '../../src/store/health.js';
 import { Recorder } from '../../src/engine/recorder.js';
 import { createLogger } from '../../src/logger.js';
 import type { HealthObservation } from '../../src/store/health.js';
@@ -245,8 +245,7 @@ for (const dialect of DIALECTS) {
       // 30 minutes of 5-minute buckets, 40 days ago (NOW is not on a bucket's edge: 7 of them)
       expect(before.quietBuckets).to.deep.equal([...new Set(quiet.map((o) => o.ts - (o.ts % 300_000)))]).and.to.have.length(7);
 
-      const repo = new HealthRepo(store.db);
-      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 60, buckets: 7 });
+      expect(await pruneHealth(store.db, cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 60, buckets: 7 });
       expect(await history('p/busy')).to.deep.equal(before.busy.slice(50));
       expect((await history('p/quiet')).map(([ts]) => ts)).to.deep.equal(quiet.map((o) => o.ts));
       expect(await history('p/fresh')).to.have.length(120);
@@ -255,12 +254,12 @@ for (const dialect of DIALECTS) {
       expect(await buckets('p/busy')).to.deep.equal(before.busyBuckets);
       // a prune told to stop (the gateway is stopping) deletes no further chunk
       await store.health.record(series('p/stop', NOW - 20 * DAY, 130));
-      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7, () => true)).to.deep.equal({ history: 0, buckets: 0 });
+      expect(await pruneHealth(store.db, cut, NOW - 31 * DAY, 100, 7, () => true)).to.deep.equal({ history: 0, buckets: 0 });
       expect(await history('p/stop')).to.have.length(130);
-      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 30, buckets: 0 });
+      expect(await pruneHealth(store.db, cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 30, buckets: 0 });
       expect(await history('p/stop')).to.have.length(100);
       // nothing more to do; the model's detail still shows its last 100 calls
-      expect(await repo.prune(cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 0, buckets: 0 });
+      expect(await pruneHealth(store.db, cut, NOW - 31 * DAY, 100, 7)).to.deep.equal({ history: 0, buckets: 0 });
       const detail = await new HealthService(store.db, () => false, () => NOW).detail('p', 'busy');
       expect(detail!.history).to.have.length(100);
       expect(detail!.history.at(-1)!.timestamp).to.equal(iso(busy[50].ts));
