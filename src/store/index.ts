@@ -133,6 +133,10 @@ export async function openStore(cfg: DatabaseConfig): Promise<Store> {
         return false;
       }
     },
-    close: () => db.destroy(),
+    async close() {
+      // The checkpoint worker's connection first: the last connection to close checkpoints the WAL away.
+      await batch?.close();
+      await db.destroy();
+    },
   };
 }

@@ -22,18 +22,21 @@
  *
  * WAL checkpoints. SQLite's automatic checkpoint runs inside the commit that takes the WAL past 1,000 pages and
  * copies them all to the database file with two fsyncs, on the event loop: 5–11 ms every 100–250 ms at concurrency
- * 1, the largest part of that load's 99th percentile. Nearly all of it is the fsyncs (a micro-benchmark: 1,000 pages
- * in 3.0 ms, 0.15 ms with `synchronous = OFF`; 16 pages in 0.4 ms). So while the store is quiet (a commit of a few writes), the batch checkpoints itself in
- * PASSIVE mode on the turn after such a commit once `checkpointWrites` writes have been committed since its last
- * one: short checkpoints (~0.5 ms) instead of rare long ones. It counts writes, not time, because each checkpoint's
- * two fsyncs are a fixed cost: a store writing little (paced streams) checkpoints rarely. (A fixed 20 ms instead
- * checkpointed paced streams 50 times a second and delayed their first byte by ~0.9 ms.)
- * Under load (larger batches) the automatic checkpoint stays in charge: many small checkpoints would cost
- * throughput there, where a request already waits behind others. (A checkpoint in a worker thread gave no
- * measurable gain on 2 cores and cost ~9 MB: docs/PERFORMANCE.md.)
+ * 1, the largest part of that load's 99th percentile. So the batch runs checkpoints itself, in PASSIVE mode, once
+ * `checkpointWrites` writes have been committed since its last one. It counts writes, not time: each checkpoint's
+ * two fsyncs are a fixed cost, and a store writing little (paced streams) needs few.
+ * - By default a worker thread runs them on a connection of its own (src/store/wal-checkpointer.ts), at most one
+ *   per `offThreadMinMs`, busy store or quiet, and the store connection's automatic checkpoint is off while it
+ *   lives. Run on the event loop they stopped every request in flight for 1.3–3.7 ms each, 2.4–6.7 % of the time
+ *   under the benchmark's loads; in the worker they stop nothing (session 13 in docs/PERFORMANCE.md).
+ * - Without the worker (`offThread: false`, or it could not start) they run on the store connection, on the turn
+ *   after a quiet commit (a few writes), at most one per `checkpointMinMs`: short checkpoints (~0.5 ms) instead of
+ *   rare long ones, while under load the automatic checkpoint stays in charge. (A fixed 20 ms instead checkpointed
+ *   paced streams 50 times a second and delayed their first byte by ~0.9 ms.)
  */
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
+import { WalCheckpointer, type CheckpointerOptions } from './wal-checkpointer.js';
 
 export interface WriteBatchOptions {
   /** Writes committed between two of the batch's own checkpoints; 0 turns them off (the automatic one remains). */
@@ -42,9 +45,15 @@ export interface WriteBatchOptions {
   checkpointMinMs?: number;
   /** A commit of at most this many writes counts as quiet, and may be followed by a checkpoint. */
   quietWrites?: number;
+  /**
+   * Checkpoints in a worker thread (src/store/wal-checkpointer.ts): asked for every `checkpointWrites` writes, at
+   * most once per `offThreadMinMs`, quiet or not. Off: on the store connection, after quiet commits (above).
+   */
+  offThread?: boolean | CheckpointerOptions;
+  offThreadMinMs?: number;
 }
 
-const CHECKPOINT_DEFAULTS: Required<WriteBatchOptions> = { checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4 };
+const CHECKPOINT_DEFAULTS: Required<WriteBatchOptions> = { checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4, offThread: true, offThreadMinMs: 100 };
 
 interface Op {
   run: () => unknown;
@@ -64,11 +73,15 @@ export class SqliteWriteBatch {
   /** The ops of the commit in progress, run by `transaction` (made once: better-sqlite3 builds five functions). */
   private running: Op[] = [];
   private readonly transaction: SQLite.Transaction<() => unknown[]>;
+  /** The off-thread checkpoints, unless they are off (or the database is in memory). */
+  readonly checkpointer: WalCheckpointer | undefined;
 
   constructor(private readonly raw: SQLite.Database, private readonly kysely: Kysely<any>, opts: WriteBatchOptions = {}) {
     this.checkpoints = { ...CHECKPOINT_DEFAULTS, ...opts };
     // An in-memory database has no WAL to checkpoint.
     if (raw.memory) this.checkpoints.checkpointWrites = 0;
+    const off = this.checkpoints.offThread;
+    if (off && this.checkpoints.checkpointWrites > 0) this.checkpointer = new WalCheckpointer(raw, off === true ? {} : off);
     this.transaction = raw.transaction(() => this.running.map((op) => op.run()));
   }
 
@@ -137,12 +150,25 @@ export class SqliteWriteBatch {
     ops.forEach((op, i) => op.resolve(results[i]));
     this.writesSinceCheckpoint += ops.length;
     const c = this.checkpoints;
-    if (c.checkpointWrites > 0 && this.writesSinceCheckpoint >= c.checkpointWrites && ops.length <= c.quietWrites
-      && !this.checkpointDue && performance.now() - this.lastCheckpoint >= c.checkpointMinMs) {
+    if (c.checkpointWrites === 0 || this.writesSinceCheckpoint < c.checkpointWrites || this.checkpointDue) return;
+    const since = performance.now() - this.lastCheckpoint;
+    if (this.checkpointer?.usable) {
+      if (since >= c.offThreadMinMs && this.checkpointer.request()) {
+        this.lastCheckpoint = performance.now();
+        this.writesSinceCheckpoint = 0;
+      }
+      return;
+    }
+    if (ops.length <= c.quietWrites && since >= c.checkpointMinMs) {
       // On the next turn: the callers of this commit answer first.
       this.checkpointDue = true;
       setImmediate(() => void this.checkpoint());
     }
+  }
+
+  /** Stops the checkpoint worker, if one runs (before the store connection closes). */
+  async close(): Promise<void> {
+    await this.checkpointer?.close();
   }
 
   private async checkpoint(): Promise<void> {

@@ -4,6 +4,7 @@ import { Kysely, SqliteDialect, sql } from 'kysely';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteWriteBatch } from '../../src/store/sqlite-batch.js';
+import type { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { sqliteConfig } from '../support/db.js';
 
@@ -31,6 +32,7 @@ describe('SqliteWriteBatch (group commit)', () => {
     observer = new SQLite(file, { readonly: true });
   });
   afterEach(async () => {
+    await batch.close();
     observer.close();
     if (raw.open) await db.destroy();
   });
@@ -163,8 +165,9 @@ describe('SqliteWriteBatch (group commit)', () => {
   const dbSize = () => fs.statSync(file).size;
   const wide = (name: string) => name + 'x'.repeat(3000);
 
-  it('while quiet, every checkpointWrites committed writes are followed by a WAL checkpoint on the next turn', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 3, checkpointMinMs: 0 });
+  // offThread: false, the store connection's own checkpoints (the fallback when no worker can run them).
+  it('on the store connection: while quiet, every checkpointWrites committed writes are followed by a WAL checkpoint on the next turn', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 3, checkpointMinMs: 0, offThread: false });
     const start = dbSize();
     await ck.run(() => insert(wide('a')));
     await ck.run(() => insert(wide('b')));
@@ -188,7 +191,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('at most one of its checkpoints per checkpointMinMs', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 1000 });
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 1000, offThread: false });
     await ck.run(() => insert(wide('a')));
     await sleep(20);
     const first = dbSize();
@@ -202,7 +205,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('a commit of more than quietWrites writes (a busy store) leaves checkpoints to SQLite\'s automatic one', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, quietWrites: 2 });
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, quietWrites: 2, offThread: false });
     const start = dbSize();
     await Promise.all(['a', 'b', 'c'].map((n) => ck.run(() => insert(wide(n)))));
     await sleep(20);
@@ -214,7 +217,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('a checkpoint due when the store closes is dropped quietly', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0 });
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, offThread: false });
     const unhandled: unknown[] = [];
     const onUnhandled = (e: unknown) => unhandled.push(e);
     process.on('unhandledRejection', onUnhandled);
@@ -231,6 +234,123 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(raw.open).to.equal(false);
     expect(unhandled).to.deep.equal([]);
     expect(names()).to.deep.equal(['a']);
+  });
+
+  /** Waits (up to 5 s) until `ok()` holds. */
+  const until = async (what: string, ok: () => boolean) => {
+    for (let i = 0; i < 250 && !ok(); i++) await sleep(20);
+    expect(ok(), what).to.equal(true);
+  };
+  const autoCheckpoint = () => raw.pragma('wal_autocheckpoint', { simple: true });
+
+  it('off the event loop: a worker thread checkpoints every checkpointWrites writes, busy or quiet, and the store connection\'s automatic checkpoint is off meanwhile', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 3, offThreadMinMs: 0, quietWrites: 0 });
+    const worker = ck.checkpointer as WalCheckpointer;
+    try {
+      expect(worker.running, 'no worker before a checkpoint is due').to.equal(false);
+      const start = dbSize();
+      await ck.run(() => insert(wide('a')));
+      await ck.run(() => insert(wide('b')));
+      await sleep(50);
+      expect(dbSize(), 'two writes: the pages stay in the WAL').to.equal(start);
+      // three writes in one commit: a busy commit (more than quietWrites), checkpointed all the same
+      await Promise.all(['c', 'd', 'e'].map((n) => ck.run(() => insert(wide(n)))));
+      await until('the worker ran a checkpoint', () => worker.stats.checkpoints >= 1);
+      expect(worker.running).to.equal(true);
+      expect(worker.stats).to.include({ started: 1, failures: 0 });
+      expect(dbSize(), 'a to e copied into the database file').to.be.greaterThan(start + 15000);
+      expect(autoCheckpoint(), 'the worker checkpoints; the store connection does not').to.equal(0);
+      expect(names()).to.deep.equal(['a', 'b', 'c', 'd', 'e'].map(wide));
+    } finally {
+      await ck.close();
+    }
+    expect(worker.running).to.equal(false);
+    expect(autoCheckpoint(), 'closed: the automatic checkpoint is back').to.equal(1000);
+  });
+
+  it('the worker stops after idleMs without a checkpoint to run (an idle gateway holds no thread) and starts again when one is due', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 0, offThread: { idleMs: 100 } });
+    const worker = ck.checkpointer as WalCheckpointer;
+    try {
+      await ck.run(() => insert(wide('a')));
+      await until('a checkpoint', () => worker.stats.checkpoints >= 1);
+      expect(worker.running).to.equal(true);
+      await until('stopped when idle', () => !worker.running);
+      expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
+      const before = dbSize();
+      await ck.run(() => insert(wide('b')));
+      await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
+      expect(worker.stats.started).to.equal(2);
+      expect(dbSize()).to.be.greaterThan(before + 3000);
+    } finally {
+      await ck.close();
+    }
+  });
+
+  it('at most one worker checkpoint per offThreadMinMs: writes in between wait for the next one', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 600 });
+    const worker = ck.checkpointer as WalCheckpointer;
+    try {
+      await ck.run(() => insert(wide('a')));
+      await until('the first checkpoint', () => worker.stats.checkpoints >= 1);
+      const first = dbSize();
+      await ck.run(() => insert(wide('b')));
+      await sleep(200);
+      expect(worker.stats.checkpoints, 'within offThreadMinMs').to.equal(1);
+      expect(dbSize()).to.equal(first);
+      await sleep(500);
+      await ck.run(() => insert(wide('c')));
+      await until('the second checkpoint', () => worker.stats.checkpoints >= 2);
+      expect(dbSize(), 'b and c copied').to.be.greaterThan(first + 6000);
+    } finally {
+      await ck.close();
+    }
+  });
+
+  it('a worker that cannot start leaves the checkpoints to the store connection (quiet commits, as without one)', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, offThreadMinMs: 0, offThread: { driver: '/nonexistent/better-sqlite3.js' } });
+    const worker = ck.checkpointer as WalCheckpointer;
+    try {
+      await ck.run(() => insert(wide('a')));
+      await until('the failed start noticed', () => !worker.usable);
+      expect(worker.stats).to.include({ started: 1, checkpoints: 0 });
+      expect(autoCheckpoint()).to.equal(1000);
+      const before = dbSize();
+      await ck.run(() => insert(wide('b')));
+      await sleep(50);
+      expect(dbSize(), 'checkpointed on the store connection').to.be.greaterThan(before + 3000);
+      expect(worker.stats.started, 'not tried again').to.equal(1);
+      expect(names()).to.deep.equal(['a', 'b'].map(wide));
+    } finally {
+      await ck.close();
+    }
+  });
+
+  it('every write survives checkpoints running beside the commits, and the last close checkpoints the WAL away', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 5, offThreadMinMs: 0 });
+    const worker = ck.checkpointer as WalCheckpointer;
+    const all: string[] = [];
+    for (let round = 0; round < 20; round++) {
+      const batchNames = Array.from({ length: 10 }, (_, i) => `r${round}-${i}`);
+      all.push(...batchNames);
+      await Promise.all(batchNames.map((n) => ck.run(() => insert(wide(n)))));
+      await sleep(2);
+    }
+    await until('checkpoints ran', () => worker.stats.checkpoints >= 2);
+    expect(worker.stats.failures).to.equal(0);
+    await ck.close();
+    observer.close();
+    await sql`select 1`.execute(db); // (Kysely opens its driver lazily)
+    await db.destroy();
+    expect(fs.existsSync(`${file}-wal`), 'the WAL file is gone after the last connection closed').to.equal(false);
+    const again = new SQLite(file, { readonly: true });
+    try {
+      expect((again.prepare('select name from t order by id').all() as Array<{ name: string }>).map((r) => r.name)).to.deep.equal(all.map(wide));
+      expect(again.pragma('integrity_check', { simple: true })).to.equal('ok');
+    } finally {
+      again.close();
+      observer = new SQLite(file, { readonly: true }); // afterEach closes one
+    }
   });
 
   it('a write queued after the store is closed rejects instead of hanging', async () => {
