@@ -63,8 +63,10 @@ export class WalCheckpointer {
   private again = false;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** The worker could not start: checkpoints stay with the store connection. */
+  /** The worker could not start, or died three times running: checkpoints stay with the store connection. */
   private broken = false;
+  /** Workers lost since the last checkpoint one of them finished. */
+  private losses = 0;
   private readonly idleMs: number;
   private readonly autoPages: number;
   private readonly driver: string | undefined;
@@ -132,6 +134,7 @@ export class WalCheckpointer {
         return;
       }
       this.stats.workerMs += msg.ms ?? 0;
+      this.losses = 0;
       if (msg.ok) this.stats.checkpoints++;
       else this.stats.failures++;
       this.busy = false;
@@ -148,10 +151,13 @@ export class WalCheckpointer {
     return true;
   }
 
-  /** The worker died (or could not start): the store connection checkpoints by itself again. */
+  /**
+   * The worker died (or could not start): the store connection checkpoints by itself again, and the next checkpoint
+   * due starts another worker, unless this one never started or three died without finishing a checkpoint between.
+   */
   private lost(worker: Worker): void {
     if (worker !== this.worker) return;
-    if (!this.ready) this.broken = true;
+    if (!this.ready || ++this.losses >= 3) this.broken = true;
     this.worker = undefined;
     this.ready = false;
     this.busy = false;

@@ -326,6 +326,29 @@ describe('SqliteWriteBatch (group commit)', () => {
     }
   });
 
+  it('a worker that dies gives the checkpoints back to the store connection until the next one due starts another', async () => {
+    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 0 });
+    const worker = ck.checkpointer as WalCheckpointer;
+    try {
+      await ck.run(() => insert(wide('a')));
+      await until('a checkpoint', () => worker.stats.checkpoints >= 1);
+      expect(autoCheckpoint()).to.equal(0);
+      // (reaching into the checkpointer: nothing outside it may stop its thread)
+      await (worker as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+      await until('the loss noticed', () => !worker.running);
+      expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
+      expect(worker.usable, 'one loss after a finished checkpoint: another worker may start').to.equal(true);
+      const before = dbSize();
+      await ck.run(() => insert(wide('b')));
+      await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
+      expect(worker.stats.started).to.equal(2);
+      expect(dbSize()).to.be.greaterThan(before + 3000);
+      expect(names()).to.deep.equal(['a', 'b'].map(wide));
+    } finally {
+      await ck.close();
+    }
+  });
+
   it('every write survives checkpoints running beside the commits, and the last close checkpoints the WAL away', async () => {
     const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 5, offThreadMinMs: 0 });
     const worker = ck.checkpointer as WalCheckpointer;
