@@ -186,6 +186,8 @@ export class WalCheckpointer {
     this.again = false;
     this.setAutoCheckpoint(this.autoPages);
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // Held until it is gone: unref'd, a process with nothing else to do would end while close() waits.
+    worker.ref();
     worker.postMessage('close');
     await exited;
   }

@@ -7,6 +7,10 @@ import { SqliteWriteBatch } from '../../src/store/sqlite-batch.js';
 import type { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { sqliteConfig } from '../support/db.js';
+import { execFileSync } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /**
  * The SQLite group commit (src/store/sqlite-batch.ts). The store keeps its batch inside its repositories, so the
@@ -421,6 +425,33 @@ describe('SqliteWriteBatch inside a real store (openStore on SQLite)', () => {
     expect(await store.credits.openHoldCount(uid)).to.equal(1);
     const { rows } = await sql<{ n: number }>`select count(*) as n from scratch`.execute(store.db);
     expect(Number(rows[0].n)).to.equal(0);
+  });
+
+  it('close() in a process with nothing else to do finishes, with the checkpoint worker running (it is held while it stops)', () => {
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-close-'));
+    const script = path.join(dir, 'close.mts');
+    fs.writeFileSync(script, `
+      import { openStore } from ${JSON.stringify(path.join(root, 'src/store/index.ts'))};
+      const store = await openStore({ dialect: 'sqlite', file: ${JSON.stringify(path.join(dir, 'gateway.db'))} });
+      const uid = await store.keys.createUser('close-user');
+      await store.credits.grant(uid, 1_000_000);
+      // 60 group-committed writes: the checkpoint worker is asked for at the 40th
+      for (let i = 0; i < 30; i++) await store.credits.hold(uid, 'h' + i, 10, 60_000);
+      for (let i = 0; i < 30; i++) await store.credits.settle('h' + i, 5);
+      await new Promise((r) => setTimeout(r, 300));
+      await store.close();
+      console.log('closed', await store.credits.balance(uid).catch(() => 'store closed'));
+    `);
+    const out = execFileSync(process.execPath, ['--import', 'tsx', script], { cwd: root, encoding: 'utf8', timeout: 20_000 });
+    expect(out.trim()).to.equal('closed store closed');
+    expect(fs.existsSync(path.join(dir, 'gateway.db-wal')), 'the store connection closed last, and took the WAL away').to.equal(false);
+    const db = new SQLite(path.join(dir, 'gateway.db'), { readonly: true });
+    try {
+      expect((db.prepare('select balance_nano from credit_balances').get() as { balance_nano: number }).balance_nano).to.equal(1_000_000 - 30 * 5);
+    } finally {
+      db.close();
+    }
   });
 
   it('concurrent holds in one tick: a duplicate hold id fails alone, the others are committed', async () => {
