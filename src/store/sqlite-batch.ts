@@ -151,10 +151,11 @@ export class SqliteWriteBatch {
     this.writesSinceCheckpoint += ops.length;
     const c = this.checkpoints;
     if (c.checkpointWrites === 0 || this.writesSinceCheckpoint < c.checkpointWrites || this.checkpointDue) return;
-    const since = performance.now() - this.lastCheckpoint;
+    const now = performance.now();
+    const since = now - this.lastCheckpoint;
     if (this.checkpointer?.usable) {
       if (since >= c.offThreadMinMs && this.checkpointer.request()) {
-        this.lastCheckpoint = performance.now();
+        this.lastCheckpoint = now;
         this.writesSinceCheckpoint = 0;
       }
       return;

@@ -21,17 +21,16 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('busy_timeout = 1000');
 db.pragma('synchronous = NORMAL');
 db.pragma('cache_size = -512');
 parentPort.on('message', (msg) => {
   if (msg === 'close') { db.close(); parentPort.close(); return; }
   const started = performance.now();
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, ms: performance.now() - started, busy: r.busy, log: r.log, checkpointed: r.checkpointed });
-  } catch (err) {
-    parentPort.postMessage({ ok: false, ms: performance.now() - started, error: String(err && err.message || err) });
+    db.pragma('wal_checkpoint(PASSIVE)');
+    parentPort.postMessage({ ok: true, ms: performance.now() - started });
+  } catch {
+    parentPort.postMessage({ ok: false, ms: performance.now() - started });
   }
 });
 parentPort.postMessage({ ready: true });
@@ -121,7 +120,6 @@ export class WalCheckpointer {
       return false;
     }
     this.worker = worker;
-    this.ready = false;
     this.stats.started++;
     worker.unref();
     worker.on('message', (msg: { ready?: boolean; ok?: boolean; ms?: number }) => {
@@ -158,11 +156,16 @@ export class WalCheckpointer {
   private lost(worker: Worker): void {
     if (worker !== this.worker) return;
     if (!this.ready || ++this.losses >= 3) this.broken = true;
+    this.stats.failures++;
+    this.detach();
+  }
+
+  /** No worker from now on: nothing waits for one, and the store connection's automatic checkpoint is back. */
+  private detach(): void {
     this.worker = undefined;
     this.ready = false;
     this.busy = false;
     this.again = false;
-    this.stats.failures++;
     this.setAutoCheckpoint(this.autoPages);
   }
 
@@ -180,11 +183,7 @@ export class WalCheckpointer {
     this.idleTimer = undefined;
     const worker = this.worker;
     if (!worker) return;
-    this.worker = undefined;
-    this.ready = false;
-    this.busy = false;
-    this.again = false;
-    this.setAutoCheckpoint(this.autoPages);
+    this.detach();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     // Held until it is gone: unref'd, a process with nothing else to do would end while close() waits.
     worker.ref();

@@ -36,6 +36,7 @@ describe('SqliteWriteBatch (group commit)', () => {
     observer = new SQLite(file, { readonly: true });
   });
   afterEach(async () => {
+    for (const b of made.splice(0)) await b.close();
     await batch.close();
     observer.close();
     if (raw.open) await db.destroy();
@@ -246,116 +247,98 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(ok(), what).to.equal(true);
   };
   const autoCheckpoint = () => raw.pragma('wal_autocheckpoint', { simple: true });
+  /** A batch with checkpoints in a worker (closed after the test), and its checkpointer. */
+  const made: SqliteWriteBatch[] = [];
+  const withWorker = (opts: ConstructorParameters<typeof SqliteWriteBatch>[2]) => {
+    const ck = new SqliteWriteBatch(raw, db, opts);
+    made.push(ck);
+    return { ck, worker: ck.checkpointer as WalCheckpointer };
+  };
 
   it('off the event loop: a worker thread checkpoints every checkpointWrites writes, busy or quiet, and the store connection\'s automatic checkpoint is off meanwhile', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 3, offThreadMinMs: 0, quietWrites: 0 });
-    const worker = ck.checkpointer as WalCheckpointer;
-    try {
-      expect(worker.running, 'no worker before a checkpoint is due').to.equal(false);
-      const start = dbSize();
-      await ck.run(() => insert(wide('a')));
-      await ck.run(() => insert(wide('b')));
-      await sleep(50);
-      expect(dbSize(), 'two writes: the pages stay in the WAL').to.equal(start);
-      // three writes in one commit: a busy commit (more than quietWrites), checkpointed all the same
-      await Promise.all(['c', 'd', 'e'].map((n) => ck.run(() => insert(wide(n)))));
-      await until('the worker ran a checkpoint', () => worker.stats.checkpoints >= 1);
-      expect(worker.running).to.equal(true);
-      expect(worker.stats).to.include({ started: 1, failures: 0 });
-      expect(dbSize(), 'a to e copied into the database file').to.be.greaterThan(start + 15000);
-      expect(autoCheckpoint(), 'the worker checkpoints; the store connection does not').to.equal(0);
-      expect(names()).to.deep.equal(['a', 'b', 'c', 'd', 'e'].map(wide));
-    } finally {
-      await ck.close();
-    }
+    const { ck, worker } = withWorker({ checkpointWrites: 3, offThreadMinMs: 0, quietWrites: 0 });
+    expect(worker.running, 'no worker before a checkpoint is due').to.equal(false);
+    const start = dbSize();
+    await ck.run(() => insert(wide('a')));
+    await ck.run(() => insert(wide('b')));
+    await sleep(50);
+    expect(dbSize(), 'two writes: the pages stay in the WAL').to.equal(start);
+    // three writes in one commit: a busy commit (more than quietWrites), checkpointed all the same
+    await Promise.all(['c', 'd', 'e'].map((n) => ck.run(() => insert(wide(n)))));
+    await until('the worker ran a checkpoint', () => worker.stats.checkpoints >= 1);
+    expect(worker.running).to.equal(true);
+    expect(worker.stats).to.include({ started: 1, failures: 0 });
+    expect(dbSize(), 'a to e copied into the database file').to.be.greaterThan(start + 15000);
+    expect(autoCheckpoint(), 'the worker checkpoints; the store connection does not').to.equal(0);
+    expect(names()).to.deep.equal(['a', 'b', 'c', 'd', 'e'].map(wide));
+    await ck.close();
     expect(worker.running).to.equal(false);
     expect(autoCheckpoint(), 'closed: the automatic checkpoint is back').to.equal(1000);
   });
 
   it('the worker stops after idleMs without a checkpoint to run (an idle gateway holds no thread) and starts again when one is due', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 0, offThread: { idleMs: 100 } });
-    const worker = ck.checkpointer as WalCheckpointer;
-    try {
-      await ck.run(() => insert(wide('a')));
-      await until('a checkpoint', () => worker.stats.checkpoints >= 1);
-      expect(worker.running).to.equal(true);
-      await until('stopped when idle', () => !worker.running);
-      expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
-      const before = dbSize();
-      await ck.run(() => insert(wide('b')));
-      await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
-      expect(worker.stats.started).to.equal(2);
-      expect(dbSize()).to.be.greaterThan(before + 3000);
-    } finally {
-      await ck.close();
-    }
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 0, offThread: { idleMs: 100 } });
+    await ck.run(() => insert(wide('a')));
+    await until('a checkpoint', () => worker.stats.checkpoints >= 1);
+    expect(worker.running).to.equal(true);
+    await until('stopped when idle', () => !worker.running);
+    expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
+    const before = dbSize();
+    await ck.run(() => insert(wide('b')));
+    await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
+    expect(worker.stats.started).to.equal(2);
+    expect(dbSize()).to.be.greaterThan(before + 3000);
   });
 
   it('at most one worker checkpoint per offThreadMinMs: writes in between wait for the next one', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 600 });
-    const worker = ck.checkpointer as WalCheckpointer;
-    try {
-      await ck.run(() => insert(wide('a')));
-      await until('the first checkpoint', () => worker.stats.checkpoints >= 1);
-      const first = dbSize();
-      await ck.run(() => insert(wide('b')));
-      await sleep(200);
-      expect(worker.stats.checkpoints, 'within offThreadMinMs').to.equal(1);
-      expect(dbSize()).to.equal(first);
-      await sleep(500);
-      await ck.run(() => insert(wide('c')));
-      await until('the second checkpoint', () => worker.stats.checkpoints >= 2);
-      expect(dbSize(), 'b and c copied').to.be.greaterThan(first + 6000);
-    } finally {
-      await ck.close();
-    }
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 600 });
+    await ck.run(() => insert(wide('a')));
+    await until('the first checkpoint', () => worker.stats.checkpoints >= 1);
+    const first = dbSize();
+    await ck.run(() => insert(wide('b')));
+    await sleep(200);
+    expect(worker.stats.checkpoints, 'within offThreadMinMs').to.equal(1);
+    expect(dbSize()).to.equal(first);
+    await sleep(500);
+    await ck.run(() => insert(wide('c')));
+    await until('the second checkpoint', () => worker.stats.checkpoints >= 2);
+    expect(dbSize(), 'b and c copied').to.be.greaterThan(first + 6000);
   });
 
   it('a worker that cannot start leaves the checkpoints to the store connection (quiet commits, as without one)', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, checkpointMinMs: 0, offThreadMinMs: 0, offThread: { driver: '/nonexistent/better-sqlite3.js' } });
-    const worker = ck.checkpointer as WalCheckpointer;
-    try {
-      await ck.run(() => insert(wide('a')));
-      await until('the failed start noticed', () => !worker.usable);
-      expect(worker.stats).to.include({ started: 1, checkpoints: 0 });
-      expect(autoCheckpoint()).to.equal(1000);
-      const before = dbSize();
-      await ck.run(() => insert(wide('b')));
-      await sleep(50);
-      expect(dbSize(), 'checkpointed on the store connection').to.be.greaterThan(before + 3000);
-      expect(worker.stats.started, 'not tried again').to.equal(1);
-      expect(names()).to.deep.equal(['a', 'b'].map(wide));
-    } finally {
-      await ck.close();
-    }
+    const { ck, worker } = withWorker({ checkpointWrites: 1, checkpointMinMs: 0, offThreadMinMs: 0, offThread: { driver: '/nonexistent/better-sqlite3.js' } });
+    await ck.run(() => insert(wide('a')));
+    await until('the failed start noticed', () => !worker.usable);
+    expect(worker.stats).to.include({ started: 1, checkpoints: 0 });
+    expect(autoCheckpoint()).to.equal(1000);
+    const before = dbSize();
+    await ck.run(() => insert(wide('b')));
+    await sleep(50);
+    expect(dbSize(), 'checkpointed on the store connection').to.be.greaterThan(before + 3000);
+    expect(worker.stats.started, 'not tried again').to.equal(1);
+    expect(names()).to.deep.equal(['a', 'b'].map(wide));
   });
 
   it('a worker that dies gives the checkpoints back to the store connection until the next one due starts another', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 1, offThreadMinMs: 0 });
-    const worker = ck.checkpointer as WalCheckpointer;
-    try {
-      await ck.run(() => insert(wide('a')));
-      await until('a checkpoint', () => worker.stats.checkpoints >= 1);
-      expect(autoCheckpoint()).to.equal(0);
-      // (reaching into the checkpointer: nothing outside it may stop its thread)
-      await (worker as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
-      await until('the loss noticed', () => !worker.running);
-      expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
-      expect(worker.usable, 'one loss after a finished checkpoint: another worker may start').to.equal(true);
-      const before = dbSize();
-      await ck.run(() => insert(wide('b')));
-      await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
-      expect(worker.stats.started).to.equal(2);
-      expect(dbSize()).to.be.greaterThan(before + 3000);
-      expect(names()).to.deep.equal(['a', 'b'].map(wide));
-    } finally {
-      await ck.close();
-    }
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 0 });
+    await ck.run(() => insert(wide('a')));
+    await until('a checkpoint', () => worker.stats.checkpoints >= 1);
+    expect(autoCheckpoint()).to.equal(0);
+    // (reaching into the checkpointer: nothing outside it may stop its thread)
+    await (worker as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await until('the loss noticed', () => !worker.running);
+    expect(autoCheckpoint(), 'no worker: the automatic checkpoint is back').to.equal(1000);
+    expect(worker.usable, 'one loss after a finished checkpoint: another worker may start').to.equal(true);
+    const before = dbSize();
+    await ck.run(() => insert(wide('b')));
+    await until('a second worker ran a checkpoint', () => worker.stats.checkpoints >= 2);
+    expect(worker.stats.started).to.equal(2);
+    expect(dbSize()).to.be.greaterThan(before + 3000);
+    expect(names()).to.deep.equal(['a', 'b'].map(wide));
   });
 
   it('every write survives checkpoints running beside the commits, and the last close checkpoints the WAL away', async () => {
-    const ck = new SqliteWriteBatch(raw, db, { checkpointWrites: 5, offThreadMinMs: 0 });
-    const worker = ck.checkpointer as WalCheckpointer;
+    const { ck, worker } = withWorker({ checkpointWrites: 5, offThreadMinMs: 0 });
     const all: string[] = [];
     for (let round = 0; round < 20; round++) {
       const batchNames = Array.from({ length: 10 }, (_, i) => `r${round}-${i}`);
