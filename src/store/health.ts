@@ -18,7 +18,6 @@ export interface HealthObservation {
   source: 'passive' | 'probe';
 }
 
-
 /** One (gateway, model)'s observations of a batch folded into a counter update, as if applied one by one. */
 function fold(obs: HealthObservation[]) {
   const last = obs[obs.length - 1];
