@@ -59,8 +59,8 @@ export function newHoldId(): string {
  *
  * Hold and settle are on every request's path, so they are hand-written per database rather than built with
  * Kysely (see docs/PERFORMANCE.md): on SQLite, prepared statements in the group commit (src/store/sqlite-batch.ts);
- * on PostgreSQL, a group commit that applies a batch in memory under row locks (src/store/pg-credits.ts). Both keep
- * the rules above.
+ * on PostgreSQL, a group commit whose batch is one statement, a server-side function that applies it under row locks
+ * (src/store/pg-credits.ts). Both keep the rules above.
  */
 export class CreditRepo {
   private instanceId: string | null = null;

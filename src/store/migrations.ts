@@ -254,6 +254,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
         '0004_limits': limits(), '0005_instances': instances(), '0006_open_holds_index': openHoldsIndex(),
         '0007_ledger_charges': ledgerCharges(), '0008_fewer_indexes': fewerIndexes(),
         '0009_settled_holds_deleted': settledHoldsDeleted(), '0010_ledger_rowid': ledgerRowid(dialect),
+        '0011_pg_credit_batch': pgCreditBatch(dialect),
       };
     },
   };
@@ -357,6 +358,104 @@ function ledgerRowid(dialect: Dialect): Migration {
     // back to autoincrement; SQLite's sequence takes the largest id copied
     async down(db: Kysely<any>) {
       if (dialect === 'sqlite') await rebuild(db, 'integer primary key autoincrement');
+    },
+  };
+}
+
+/**
+ * PostgreSQL only: the credit group commit's batch as one server-side function, so a batch of holds and settles is
+ * one statement and one round trip (src/store/pg-credits.ts), where it was eight (begin, two locking reads, four
+ * set-based writes, commit), each a wait for the server and a query's work in the client. The rules are those of
+ * the one-statement forms there and of the SQLite batch: the open holds being settled are locked, then every
+ * balance involved in user order (two instances' batches cannot deadlock); the writes are applied in their queue
+ * order to those balances in memory (a hold debits only a balance that covers it; a settle gives back the unused
+ * part of its hold or takes what it cost beyond it, never below zero, and writes one `charge` ledger row unless
+ * nothing was charged; a hold already settled or unknown settles for 0); then the holds are inserted, the settled
+ * ones deleted, the charges inserted in queue order and the changed balances written. Run as one statement, it is
+ * all or nothing: a failing write (a duplicate hold id) fails the batch, which the caller then runs write by write.
+ * Returns per write 1 or 0 (a hold) or the amount charged (a settle), and every locked balance as it was left.
+ * SQLite has no server round trip to save: nothing to do there.
+ */
+const CREDIT_BATCH_FUNCTION = `create or replace function gw_credit_batch(
+  p_kind text[], p_hold text[], p_user bigint[], p_amount bigint[], p_created bigint[], p_expires bigint[], p_instance text[],
+  p_at text, out results bigint[], out users bigint[], out balances bigint[])
+language plpgsql as $fn$
+declare
+  n int := coalesce(array_length(p_kind, 1), 0);
+  o_ids text[]; o_users bigint[]; o_amounts bigint[]; o_done boolean[]; changed boolean[];
+  h_id text[] := '{}'; h_user bigint[] := '{}'; h_amount bigint[] := '{}';
+  h_created bigint[] := '{}'; h_expires bigint[] := '{}'; h_instance text[] := '{}';
+  l_user bigint[] := '{}'; l_delta bigint[] := '{}'; l_ref text[] := '{}';
+  settled text[] := '{}';
+  i int; k int; j int; d bigint; charged bigint;
+begin
+  results := array_fill(0::bigint, array[n]);
+  select coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.user_id), '{}'), coalesce(array_agg(c.amount_nano), '{}')
+    into o_ids, o_users, o_amounts
+    from (select id, user_id, amount_nano from credit_holds
+      where id = any(array(select p_hold[x] from generate_subscripts(p_kind, 1) x where p_kind[x] = 's')) and settled_at is null
+      for update) c;
+  o_done := array_fill(false, array[coalesce(array_length(o_ids, 1), 0)]);
+  select coalesce(array_agg(b.user_id order by b.user_id), '{}'), coalesce(array_agg(b.balance_nano order by b.user_id), '{}')
+    into users, balances
+    from (select user_id, balance_nano from credit_balances
+      where user_id = any(o_users || array(select p_user[x] from generate_subscripts(p_kind, 1) x where p_kind[x] = 'h'))
+      order by user_id for update) b;
+  changed := array_fill(false, array[coalesce(array_length(users, 1), 0)]);
+  for i in 1..n loop
+    if p_kind[i] = 'h' then
+      k := array_position(users, p_user[i]);
+      if k is not null and balances[k] >= p_amount[i] then
+        balances[k] := balances[k] - p_amount[i];
+        changed[k] := true;
+        h_id := h_id || p_hold[i]; h_user := h_user || p_user[i]; h_amount := h_amount || p_amount[i];
+        h_created := h_created || p_created[i]; h_expires := h_expires || p_expires[i]; h_instance := h_instance || p_instance[i];
+        results[i] := 1;
+      end if;
+    else
+      k := array_position(o_ids, p_hold[i]);
+      if k is not null and not o_done[k] then
+        o_done[k] := true;
+        settled := settled || p_hold[i];
+        j := array_position(users, o_users[k]);
+        d := o_amounts[k] - p_amount[i];
+        if d < 0 then d := -least(-d, coalesce(balances[j], 0)); end if;
+        if d <> 0 and j is not null then
+          balances[j] := balances[j] + d;
+          changed[j] := true;
+        end if;
+        charged := o_amounts[k] - d;
+        if charged <> 0 then
+          l_user := l_user || o_users[k]; l_delta := l_delta || -charged; l_ref := l_ref || p_hold[i];
+        end if;
+        results[i] := charged;
+      end if;
+    end if;
+  end loop;
+  if cardinality(h_id) > 0 then
+    insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
+      select h.id, h.user_id, h.amount, h.created, h.expires, null, h.instance
+      from unnest(h_id, h_user, h_amount, h_created, h_expires, h_instance) as h(id, user_id, amount, created, expires, instance);
+  end if;
+  if cardinality(settled) > 0 then
+    delete from credit_holds where id = any(settled);
+  end if;
+  if cardinality(l_user) > 0 then
+    insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
+      select l.user_id, l.delta, 'charge', l.ref, p_at from unnest(l_user, l_delta, l_ref) with ordinality as l(user_id, delta, ref, n) order by l.n;
+  end if;
+  update credit_balances b set balance_nano = v.balance, updated_at = p_at
+    from unnest(users, balances, changed) as v(user_id, balance, ch) where v.ch and b.user_id = v.user_id;
+end
+$fn$`;
+
+function pgCreditBatch(dialect: Dialect): Migration {
+  return {
+    async up(db: Kysely<any>) {
+      if (dialect === 'postgres') await sql.raw(CREDIT_BATCH_FUNCTION).execute(db);
+    },
+    async down(db: Kysely<any>) {
+      if (dialect === 'postgres') await sql`drop function if exists gw_credit_batch`.execute(db);
     },
   };
 }

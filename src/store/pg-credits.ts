@@ -2,10 +2,13 @@
  * Credit holds and settles on PostgreSQL, in a group commit. Each one changes its caller's balance row, so under
  * load they queue on that row's lock and on one WAL flush per commit; and a transaction that updated the same
  * row once per write would walk a longer version chain with every update. So the writes queued while the
- * previous batch ran are applied together: one transaction locks the balances (in user order, so batches of two
- * instances cannot deadlock) and the open holds being settled, applies the writes in their queue order in memory
- * — the same rules as the one-statement forms below — and writes the outcome with a handful of set-based
- * statements. Each write resolves once its batch has committed. One batch runs at a time.
+ * previous batch ran are applied together, in one statement: the server-side function gw_credit_batch (migration
+ * 0011) locks the balances (in user order, so batches of two instances cannot deadlock) and the open holds being
+ * settled, applies the writes in their queue order in memory — the same rules as the one-statement forms below —
+ * and writes the outcome with a handful of set-based statements. One round trip per batch: until session 14 the
+ * same steps were eight (begin, two locking reads, four writes, commit), each a wait for the server while the
+ * next batch queued, and a query's work in this process (docs/PERFORMANCE.md). Each write resolves once its
+ * batch has committed. One batch runs at a time.
  *
  * A batch that fails (a lost connection, a conflict) is rolled back and each write runs on its own as one
  * statement, so one failing write rejects alone. Statements are named, so each connection plans them once.
@@ -70,6 +73,9 @@ const SETTLE_ONE = `with claimed as (
     select user_id, d - amount_nano, 'charge', $1, $3 from delta where amount_nano - d <> 0
   )
   select amount_nano - d as charged, user_id, balance_nano + d as balance from delta`;
+
+const CREDIT_BATCH = `select results, users, balances from gw_credit_batch($1::text[], $2::text[], $3::bigint[], $4::bigint[],
+  $5::bigint[], $6::bigint[], $7::text[], $8::text)`;
 
 export class PgCredits {
   private queue: Op[] = [];
@@ -141,91 +147,23 @@ export class PgCredits {
     }
   }
 
+  /** The batch as one statement: gw_credit_batch (migration 0011) applies the writes in their queue order. */
   private async applyBatch(ops: Op[]): Promise<Array<boolean | number>> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
-      await client.query('begin');
-      // The open holds being settled, locked: a concurrent settle of the same hold elsewhere waits, then finds it
-      // gone (a settle deletes its hold).
-      const settleIds = [...new Set(ops.filter((o): o is SettleOp => o.kind === 'settle').map((o) => o.holdId))];
-      const open = new Map<string, { userId: number; amount: number }>();
-      if (settleIds.length) {
-        const { rows } = await client.query({ name: 'gw_batch_claim', values: [settleIds],
-          text: 'select id, user_id, amount_nano from credit_holds where id = any($1::text[]) and settled_at is null for update' });
-        for (const r of rows) open.set(r.id, { userId: Number(r.user_id), amount: Number(r.amount_nano) });
+    const n = ops.length;
+    const kind: string[] = new Array(n), hold: string[] = new Array(n), user: Array<number | null> = new Array(n), amount: number[] = new Array(n);
+    const created: Array<number | null> = new Array(n), expires: Array<number | null> = new Array(n), instance: Array<string | null> = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const o = ops[i];
+      hold[i] = o.holdId;
+      if (o.kind === 'hold') {
+        kind[i] = 'h'; user[i] = o.userId; amount[i] = o.amount; created[i] = o.createdAt; expires[i] = o.expiresAt; instance[i] = o.instanceId;
+      } else {
+        kind[i] = 's'; user[i] = null; amount[i] = o.actual; created[i] = null; expires[i] = null; instance[i] = null;
       }
-      const users = new Set<number>();
-      for (const o of ops) if (o.kind === 'hold') users.add(o.userId);
-      for (const h of open.values()) users.add(h.userId);
-      const balance = new Map<number, number>();
-      if (users.size) {
-        const { rows } = await client.query({ name: 'gw_batch_balances', values: [[...users].sort((a, b) => a - b)],
-          text: 'select user_id, balance_nano from credit_balances where user_id = any($1::bigint[]) order by user_id for update' });
-        for (const r of rows) balance.set(Number(r.user_id), Number(r.balance_nano));
-      }
-
-      // The writes in queue order, with the same rules as HOLD_ONE and SETTLE_ONE.
-      const holds = { id: [] as string[], user: [] as number[], amount: [] as number[], created: [] as number[], expires: [] as number[], instance: [] as Array<string | null> };
-      const ledger = { user: [] as number[], delta: [] as number[], ref: [] as string[] };
-      const settled: string[] = [];
-      const changed = new Set<number>();
-      const results = ops.map((o): boolean | number => {
-        if (o.kind === 'hold') {
-          const b = balance.get(o.userId);
-          if (b === undefined || b < o.amount) return false;
-          balance.set(o.userId, b - o.amount);
-          changed.add(o.userId);
-          holds.id.push(o.holdId); holds.user.push(o.userId); holds.amount.push(o.amount);
-          holds.created.push(o.createdAt); holds.expires.push(o.expiresAt); holds.instance.push(o.instanceId);
-          return true;
-        }
-        const h = open.get(o.holdId);
-        if (!h) return 0; // unknown or already settled: settling twice is a no-op
-        open.delete(o.holdId);
-        settled.push(o.holdId);
-        let delta = h.amount - o.actual;
-        if (delta < 0) delta = -Math.min(-delta, balance.get(h.userId) ?? 0);
-        if (delta !== 0) {
-          balance.set(h.userId, (balance.get(h.userId) ?? 0) + delta);
-          changed.add(h.userId);
-        }
-        const charged = h.amount - delta;
-        if (charged !== 0) { ledger.user.push(h.userId); ledger.delta.push(-charged); ledger.ref.push(o.holdId); }
-        return charged;
-      });
-
-      const at = now();
-      if (holds.id.length) {
-        await client.query({ name: 'gw_batch_holds', values: [holds.id, holds.user, holds.amount, holds.created, holds.expires, holds.instance],
-          text: `insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
-            select id, user_id, amount, created, expires, null, instance
-            from unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[]) as h(id, user_id, amount, created, expires, instance)` });
-      }
-      if (settled.length) {
-        await client.query({ name: 'gw_batch_settled', values: [settled], text: 'delete from credit_holds where id = any($1::text[])' });
-      }
-      if (ledger.user.length) {
-        // in queue order: the ledger's ids follow the order the writes were made in
-        await client.query({ name: 'gw_batch_charges', values: [ledger.user, ledger.delta, ledger.ref, at],
-          text: `insert into credit_ledger (user_id, delta_nano, kind, reference, created_at)
-            select user_id, delta, 'charge', ref, $4 from unnest($1::bigint[], $2::bigint[], $3::text[])
-              with ordinality as l(user_id, delta, ref, n) order by n` });
-      }
-      if (changed.size) {
-        const ids = [...changed].sort((a, b) => a - b);
-        await client.query({ name: 'gw_batch_balance_set', values: [ids, ids.map((u) => balance.get(u)!), at],
-          text: `update credit_balances b set balance_nano = v.balance, updated_at = $3
-            from unnest($1::bigint[], $2::bigint[]) as v(user_id, balance) where b.user_id = v.user_id` });
-      }
-      await client.query('commit');
-      if (this.onBalance) for (const [userId, b] of balance) this.onBalance(userId, b);
-      return results;
-    } catch (err) {
-      await client.query('rollback').catch(() => { broken = true; });
-      throw err;
-    } finally {
-      client.release(broken);
     }
+    const { rows } = await this.pool.query({ name: 'gw_credit_batch', text: CREDIT_BATCH, values: [kind, hold, user, amount, created, expires, instance, now()] });
+    const { results, users, balances } = rows[0] as { results: string[]; users: string[]; balances: string[] };
+    if (this.onBalance) for (let i = 0; i < users.length; i++) this.onBalance(Number(users[i]), Number(balances[i]));
+    return ops.map((o, i) => (o.kind === 'hold' ? Number(results[i]) === 1 : Number(results[i])));
   }
 }
