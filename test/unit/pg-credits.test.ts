@@ -115,6 +115,15 @@ describe('unit: PostgreSQL credit batches', function () {
     expect(await store.credits.balance(a)).to.equal(0);
   });
 
+  it('a hold without an instance (none bound yet) is stored with a null instance_id, beside one with an instance', async () => {
+    const a = await store.keys.createUser('batch-instance');
+    await store.credits.grant(a, 10);
+    expect(await Promise.all([credits.hold(a, `i1-${a}`, 1, 60_000, null), hold(a, `i2-${a}`, 1)])).to.deep.equal([true, true]);
+    expect(texts).to.have.length(1);
+    const rows = await sql<{ id: string; instance_id: string | null }>`select id, instance_id from credit_holds where user_id = ${a} order by id`.execute(store.db);
+    expect(rows.rows).to.deep.equal([{ id: `i1-${a}`, instance_id: null }, { id: `i2-${a}`, instance_id: 'inst-1' }]);
+  });
+
   it('migration 0011 is PostgreSQL\'s alone, and its down removes the function', async () => {
     const fn = async () => Number((await sql<{ n: number }>`select count(*)::int as n from pg_proc p join pg_namespace s on s.oid = p.pronamespace
       where p.proname = 'gw_credit_batch' and s.nspname = ${schema}`.execute(store.db)).rows[0].n);
