@@ -124,6 +124,45 @@ describe('unit: PostgreSQL credit batches', function () {
     expect(rows.rows).to.deep.equal([{ id: `i1-${a}`, instance_id: null }, { id: `i2-${a}`, instance_id: 'inst-1' }]);
   });
 
+  it('two instances\' batches on the same balances, made at once, both commit whole: no deadlock, no overspend', async () => {
+    const users: number[] = [];
+    for (let u = 0; u < 4; u++) {
+      const id = await store.keys.createUser(`two-${u}`);
+      await store.credits.grant(id, 1_000);
+      users.push(id);
+    }
+    // a second instance: its own pool and its own batches, as another process has
+    const pool2 = new pg.Pool({ connectionString: PG_URL, max: 4, options: `-c search_path=${schema}` });
+    const texts2: string[] = [];
+    pool2.on('connect', (client) => {
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+      (client as unknown as { query: unknown }).query = (q: string | { text: string }, ...rest: unknown[]) => {
+        texts2.push(typeof q === 'string' ? q : q.text);
+        return query(q, ...rest);
+      };
+    });
+    const other = new PgCredits(pool2);
+    try {
+      // each instance: 100 holds of 7 over the four users, in opposite user orders, in one tick each
+      const ops = (c: PgCredits, tag: string, order: number[]) => Array.from({ length: 100 }, (_, i) =>
+        c.hold(users[order[i % 4]], `${tag}-${i}-${users[0]}`, 7, 60_000, tag).then((ok) => ({ ok, id: `${tag}-${i}-${users[0]}`, user: users[order[i % 4]] })));
+      const held = await Promise.all([...ops(credits, 'a', [0, 1, 2, 3]), ...ops(other, 'b', [3, 2, 1, 0])]);
+      expect(held.every((h) => h.ok), '4 × 1,000 covers 200 holds of 7').to.equal(true);
+      // and settled at once, on both instances, each charging 5 of the 7 held
+      const settled = await Promise.all(held.map((h) => (h.id.startsWith('a') ? credits : other).settle(h.id, 5)));
+      expect(settled.every((c) => c === 5)).to.equal(true);
+      expect(texts, 'one batch of holds and one of settles on this instance: none fell back to single writes').to.have.length(2);
+      expect(texts2, 'the same on the other').to.have.length(2);
+      for (const u of users) {
+        expect(await store.credits.balance(u)).to.equal(1_000 - 50 * 5);
+        expect(await store.credits.ledgerSum(u)).to.equal(1_000 - 50 * 5);
+        expect(await store.credits.openHoldCount(u)).to.equal(0);
+      }
+    } finally {
+      await pool2.end();
+    }
+  });
+
   it('migration 0011 is PostgreSQL\'s alone, and its down removes the function', async () => {
     const fn = async () => Number((await sql<{ n: number }>`select count(*)::int as n from pg_proc p join pg_namespace s on s.oid = p.pronamespace
       where p.proname = 'gw_credit_batch' and s.nspname = ${schema}`.execute(store.db)).rows[0].n);
