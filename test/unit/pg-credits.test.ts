@@ -11,6 +11,19 @@ import { openStore, storeMigrator, type Store } from '../../src/store/index.js';
 import { PgCredits } from '../../src/store/pg-credits.js';
 import { postgresAvailable, postgresConfig, PG_URL } from '../support/db.js';
 
+/** A pool on `schema` whose connections note every statement they are sent (pool.query or a checked-out client). */
+function countedPool(schema: string, sink: () => string[]): pg.Pool {
+  const pool = new pg.Pool({ connectionString: PG_URL, max: 4, options: `-c search_path=${schema}` });
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (q: string | { text: string }, ...rest: unknown[]) => {
+      sink().push(typeof q === 'string' ? q : q.text);
+      return query(q, ...rest);
+    };
+  });
+  return pool;
+}
+
 describe('unit: PostgreSQL credit batches', function () {
   let store: Store;
   let cfg: ReturnType<typeof postgresConfig>;
@@ -24,15 +37,7 @@ describe('unit: PostgreSQL credit batches', function () {
     if (!(await postgresAvailable())) return this.skip();
     store = await openStore((cfg = postgresConfig()));
     schema = (cfg as { schema: string }).schema;
-    pool = new pg.Pool({ connectionString: PG_URL, max: 4, options: `-c search_path=${schema}` });
-    // every statement this pool's connections are sent, through pool.query or a checked-out client
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-      (client as unknown as { query: unknown }).query = (q: string | { text: string }, ...rest: unknown[]) => {
-        texts.push(typeof q === 'string' ? q : q.text);
-        return query(q, ...rest);
-      };
-    });
+    pool = countedPool(schema, () => texts);
   });
   after(async () => {
     await pool?.end();
@@ -132,15 +137,8 @@ describe('unit: PostgreSQL credit batches', function () {
       users.push(id);
     }
     // a second instance: its own pool and its own batches, as another process has
-    const pool2 = new pg.Pool({ connectionString: PG_URL, max: 4, options: `-c search_path=${schema}` });
     const texts2: string[] = [];
-    pool2.on('connect', (client) => {
-      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-      (client as unknown as { query: unknown }).query = (q: string | { text: string }, ...rest: unknown[]) => {
-        texts2.push(typeof q === 'string' ? q : q.text);
-        return query(q, ...rest);
-      };
-    });
+    const pool2 = countedPool(schema, () => texts2);
     const other = new PgCredits(pool2);
     try {
       // each instance: 100 holds of 7 over the four users, in opposite user orders, in one tick each
