@@ -255,6 +255,7 @@ export function migrationProvider(dialect: Dialect): MigrationProvider {
         '0007_ledger_charges': ledgerCharges(), '0008_fewer_indexes': fewerIndexes(),
         '0009_settled_holds_deleted': settledHoldsDeleted(), '0010_ledger_rowid': ledgerRowid(dialect),
         '0011_pg_credit_batch': pgCreditBatch(dialect),
+        '0012_holds_without_rowid': holdsWithoutRowid(dialect),
       };
     },
   };
@@ -358,6 +359,32 @@ function ledgerRowid(dialect: Dialect): Migration {
     // back to autoincrement; SQLite's sequence takes the largest id copied
     async down(db: Kysely<any>) {
       if (dialect === 'sqlite') await rebuild(db, 'integer primary key autoincrement');
+    },
+  };
+}
+
+/**
+ * On SQLite credit_holds becomes a `WITHOUT ROWID` table: its rows live in the primary key's B-tree. As a rowid table
+ * with a text primary key it was two B-trees (the rows, by rowid, and the key's index), so a hold's insert and its
+ * settle's delete each wrote two pages where one now does. Since migration 0009 the table holds only the open holds
+ * (as many rows as requests in flight) and has no other index, so its whole key fits a page or two. Rebuilt inside
+ * the migration's transaction (the open holds are copied); `down` rebuilds the rowid table. PostgreSQL: nothing to do.
+ */
+function holdsWithoutRowid(dialect: Dialect): Migration {
+  const rebuild = async (db: Kysely<any>, options: string) => {
+    await sql.raw(`create table credit_holds_rebuilt (id text primary key, user_id bigint not null, amount_nano bigint not null,
+      created_at bigint not null, expires_at bigint not null, settled_at bigint, instance_id text)${options}`).execute(db);
+    await sql`insert into credit_holds_rebuilt (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id)
+      select id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id from credit_holds`.execute(db);
+    await sql`drop table credit_holds`.execute(db);
+    await sql`alter table credit_holds_rebuilt rename to credit_holds`.execute(db);
+  };
+  return {
+    async up(db: Kysely<any>) {
+      if (dialect === 'sqlite') await rebuild(db, ' without rowid');
+    },
+    async down(db: Kysely<any>) {
+      if (dialect === 'sqlite') await rebuild(db, '');
     },
   };
 }

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { sql } from 'kysely';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import { openStore, storeMigrator, type Store } from '../../src/store/index.js';
 import { newHoldId, usdToNano } from '../../src/store/credits.js';
 import { configFor, postgresAvailable, spendElsewhere, DIALECTS } from '../support/db.js';
@@ -268,6 +269,49 @@ for (const dialect of DIALECTS) {
         const plan = await sql<{ detail: string }>`explain query plan select id from credit_ledger where user_id = ${uid} order by id`.execute(store.db);
         expect(plan.rows.map((r) => r.detail).join(' ')).to.contain('COVERING INDEX credit_ledger_user');
       }
+    });
+
+    it('credits: credit_holds is one B-tree on SQLite (migration 0012, WITHOUT ROWID): a hold commits 2 WAL pages and its settle 4, one each fewer; open holds survive, and back', async () => {
+      const uid = await store.keys.createUser('one-btree');
+      await store.credits.grant(uid, 1000);
+      const open = `open-${uid}`;
+      expect(await store.credits.hold(uid, open, 100, 60_000)).to.equal(true);
+      const ddl = async () => (await sql<{ sql: string }>`select sql from sqlite_master where type = 'table' and name = 'credit_holds'`.execute(store.db)).rows[0].sql.toLowerCase();
+      // The WAL pages one write's commit adds: the WAL emptied first (no reader holds it here), then its growth in frames.
+      const pagesOf = async (write: () => Promise<unknown>) => {
+        // (the checkpoint worker may be copying at that moment: then again)
+        for (let i = 0; (await sql<{ busy: number }>`pragma wal_checkpoint(TRUNCATE)`.execute(store.db)).rows[0].busy !== 0; i++) {
+          expect(i).to.be.below(50);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        const [{ page_size: pageSize }] = (await sql<{ page_size: number }>`pragma page_size`.execute(store.db)).rows;
+        await write();
+        return (fs.statSync(`${(cfg as { file: string }).file}-wal`).size - 32) / (24 + pageSize);
+      };
+      const holdAndSettle = async (tag: string) => {
+        const id = `${tag}-${uid}`;
+        return [await pagesOf(() => store.credits.hold(uid, id, 50, 60_000)), await pagesOf(() => store.credits.settle(id, 20))];
+      };
+      if (dialect === 'sqlite') {
+        expect(await ddl()).to.match(/\)\s*without rowid$/);
+        // the hold: its balance row and its credit_holds row; the settle: the hold, the balance, the ledger row and its index
+        expect(await holdAndSettle('one')).to.deep.equal([2, 4]);
+      }
+      const migrator = storeMigrator(store.db, cfg);
+      expect((await migrator.migrateTo('0011_pg_credit_batch')).error).to.equal(undefined);
+      if (dialect === 'sqlite') {
+        expect(await ddl()).not.to.contain('without rowid');
+        // a rowid table with a text key is two B-trees (the rows and the key's index): a page more each
+        expect(await holdAndSettle('two')).to.deep.equal([3, 5]);
+      }
+      expect((await migrator.migrateToLatest()).error).to.equal(undefined);
+      // the hold made before both rebuilds is still open, and settles
+      expect(await store.credits.openHoldCount(uid)).to.equal(1);
+      expect(await store.credits.settle(open, 40)).to.equal(40);
+      expect(await store.credits.openHoldCount(uid)).to.equal(0);
+      const charged = dialect === 'sqlite' ? 40 + 20 + 20 : 40;
+      expect(await store.credits.balance(uid)).to.equal(1000 - charged);
+      expect(await store.credits.ledgerSum(uid)).to.equal(1000 - charged);
     });
 
     it('usage_records: four secondary indexes, each read served by one; health history one (migration 0008, and back)', async () => {
