@@ -163,8 +163,7 @@ export class CreditRepo {
   /**
    * Settles a hold at the real cost: gives back `held - actual`, or takes the excess when the real cost
    * exceeded the hold (never below zero). Returns the amount actually charged; settling twice is a no-op (0).
-   * Call it once the hold's own promise has resolved (the engine does): on PostgreSQL a settle taken into the same
-   * batch as its hold finds no hold yet and settles for 0 (gw_credit_batch settles holds already in the table).
+   * A settle queued before its hold committed settles that hold: writes run in the order they were queued.
    */
   async settle(holdId: string, actualNano: number): Promise<number> {
     const { batch } = this;

@@ -104,7 +104,7 @@ export class PgCredits {
 
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length) await this.commit(this.queue.splice(0, MAX_BATCH));
+      while (this.queue.length) await this.commit(this.take());
     } finally {
       this.running = false;
       if (this.queue.length) {
@@ -112,6 +112,22 @@ export class PgCredits {
         setImmediate(() => void this.drain());
       }
     }
+  }
+
+  /**
+   * The next batch: at most MAX_BATCH writes, ending before a settle whose hold is in the same batch. The batch
+   * function settles only holds already in the table, so such a settle goes in the next batch, after its hold
+   * committed (on SQLite the statements simply run in order).
+   */
+  private take(): Op[] {
+    const holds = new Set<string>();
+    let n = 0;
+    for (; n < this.queue.length && n < MAX_BATCH; n++) {
+      const op = this.queue[n];
+      if (op.kind === 'hold') holds.add(op.holdId);
+      else if (holds.has(op.holdId)) break;
+    }
+    return this.queue.splice(0, n);
   }
 
   private async commit(ops: Op[]): Promise<void> {

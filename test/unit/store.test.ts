@@ -156,6 +156,23 @@ for (const dialect of DIALECTS) {
         ['grant', 50, null], ['charge', -50, `g3-${b}`]]);
     });
 
+    it('credits: a settle queued before its hold committed settles that hold (PostgreSQL: in the next batch); a refused hold\'s settle charges nothing', async () => {
+      const uid = await store.keys.createUser('same-tick');
+      await store.credits.grant(uid, 1000);
+      const [h1, h2, h3] = [`tick-1-${uid}`, `tick-2-${uid}`, `tick-3-${uid}`];
+      // queued in one tick, in this order: a hold and its settle (under, then over the hold), and a hold the balance cannot cover
+      expect(await Promise.all([
+        store.credits.hold(uid, h1, 300, 60_000), store.credits.settle(h1, 120),
+        store.credits.hold(uid, h2, 200, 60_000), store.credits.settle(h2, 250),
+        store.credits.hold(uid, h3, 5000, 60_000), store.credits.settle(h3, 100),
+      ])).to.deep.equal([true, 120, true, 250, false, 0]);
+      expect(await store.credits.balance(uid)).to.equal(1000 - 120 - 250);
+      expect(await store.credits.openHoldCount(uid)).to.equal(0);
+      expect((await store.credits.ledger(uid)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([
+        ['grant', 1000, null], ['charge', -120, h1], ['charge', -250, h2]]);
+      expect(await store.credits.ledgerSum(uid)).to.equal(630);
+    });
+
     it('credits: a hold left open across migration 0007 (made when a hold wrote a ledger row) settles into a consistent ledger', async () => {
       const migrator = storeMigrator(store.db, cfg);
       const uid = await store.keys.createUser('upgrader');
