@@ -17,7 +17,8 @@
  *   single   20-chunk streams one at a time: TTFB p50 ms, CPU µs per stream
  * It prints each figure's median per build and in how many rounds the head did better, and writes
  * bench/results/ab.json. A difference that the head wins in most rounds is a change; one inside the spread of the
- * rounds is not (two processes of one build differed by ~10 % per burst stream in session 11). Flags: --n (streams
+ * rounds is not (two processes of one build differed by ~10 % per burst stream in session 11). Flags: --head-flags
+ * '<node flags>' (given to the head's gateway only, after npm start's: a V8 flag tried on one build), --n (streams
  * or c=1 requests per round, default 600), --seconds (c64, default 8), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
@@ -38,6 +39,8 @@ const MODES = (arg('--modes') ?? 'c64,c1,burst').split(',');
 const N = Number(arg('--n') ?? 600);
 const SECONDS = Number(arg('--seconds') ?? 8);
 const POSTGRES = process.argv.includes('--postgres');
+/** Node flags for the head build's gateway only, after npm start's (e.g. a V8 flag tried without a code change). */
+const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** What each mode reports, in order, and which way is better. */
@@ -106,6 +109,7 @@ async function main() {
   try {
     builds.push(build(BASE));
     builds.push(build(HEAD));
+    if (HEAD_FLAGS.length) builds[1].label += ` ${HEAD_FLAGS.join(' ')}`;
     await admin?.connect();
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
     const results: number[][][][] = builds.map(() => MODES.map(() => [])); // [build][mode][round] -> figures
@@ -121,7 +125,7 @@ async function main() {
           u.pathname = `/${db}`;
           env.DATABASE_URL = u.toString();
         }
-        const gw = await benchGateway(builds[b].label, env, sim.match[1], [], builds[b].file, builds[b].root);
+        const gw = await benchGateway(builds[b].label, env, sim.match[1], b === 1 ? HEAD_FLAGS : [], builds[b].file, builds[b].root);
         await throughput(gw.url, gw.key, 16, 2); // warm-up
         for (let m = 0; m < MODES.length; m++) {
           const figures = await measure(MODES[m], gw);

@@ -3,23 +3,15 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
 import type { PgCredits } from './pg-credits.js';
+import { isoTime } from './iso-time.js';
 
 /** 1 USD = 1e9 nano-USD. */
 export const NANO = 1_000_000_000;
 export const usdToNano = (usd: number): number => Math.round(usd * NANO);
 export const nanoToUsd = (nano: number): number => nano / NANO;
 
-let isoMs = 0;
-let iso = '';
-/** The time as an ISO string, made once per millisecond (several writes of every request stamp it). */
-const now = (): string => {
-  const ms = Date.now();
-  if (ms !== isoMs) {
-    isoMs = ms;
-    iso = new Date(ms).toISOString();
-  }
-  return iso;
-};
+/** The time as an ISO string (several writes of every request stamp it): src/store/iso-time.ts. */
+const now = (): string => isoTime();
 
 let lastMs = 0;
 let seq = 0;

@@ -14,6 +14,7 @@
  * statement, so one failing write rejects alone. Statements are named, so each connection plans them once.
  */
 import type pg from 'pg';
+import { isoTime } from './iso-time.js';
 
 interface HoldOp {
   kind: 'hold';
@@ -40,7 +41,7 @@ type Op = HoldOp | SettleOp;
 /** At most this many writes in one transaction (the rest wait for the next). */
 const MAX_BATCH = 512;
 
-const now = () => new Date().toISOString();
+const now = (): string => isoTime();
 
 /** The hold in one statement: the conditional debit and the hold row, all or nothing (no ledger row: CreditRepo). */
 const HOLD_ONE = `with debit as (
