@@ -1,8 +1,8 @@
 /**
  * The time as an ISO 8601 string (`2026-11-26T08:30:12.345Z`, what `Date#toISOString` gives), made from a cached
  * prefix that changes once per second. The credit hold and settle stamp every request's rows with it, and
- * `toISOString` (a runtime call) cost ~0.65 µs warm in a micro-benchmark and ~12 µs per call in a profile of the
- * gateway under load; the cached form costs ~20 ns.
+ * `toISOString` (a runtime call) cost ~0.65 µs warm in a micro-benchmark and 15–25 µs per stream in profiles of
+ * the gateway under streams (docs/PERFORMANCE.md, session 16); the cached form costs ~20 ns.
  */
 let second = Number.NaN;
 let prefix = '';
