@@ -10,9 +10,6 @@ export const NANO = 1_000_000_000;
 export const usdToNano = (usd: number): number => Math.round(usd * NANO);
 export const nanoToUsd = (nano: number): number => nano / NANO;
 
-/** The time as an ISO string (several writes of every request stamp it): src/store/iso-time.ts. */
-const now = (): string => isoTime();
-
 let lastMs = 0;
 let seq = 0;
 
@@ -139,8 +136,8 @@ export class CreditRepo {
     const { batch, instanceId } = this;
     const done = this.pending(userId, amountNano);
     if (!batch) return this.pg!.hold(userId, holdId, amountNano, ttlMs, instanceId).finally(done);
-    const at = now();
     const t = Date.now();
+    const at = isoTime(t);
     return batch.run(() => {
       const debited = batch.statement('update credit_balances set balance_nano = balance_nano - ?, updated_at = ? where user_id = ? and balance_nano >= ? returning balance_nano')
         .get(amountNano, at, userId, amountNano) as { balance_nano: number } | undefined;
@@ -161,7 +158,7 @@ export class CreditRepo {
     const { batch } = this;
     if (!batch) return this.pg!.settle(holdId, actualNano);
     return batch.run(() => {
-      const at = now();
+      const at = isoTime();
       const hold = batch.statement('delete from credit_holds where id = ? and settled_at is null returning user_id, amount_nano')
         .get(holdId) as { user_id: number; amount_nano: number } | undefined;
       if (!hold) return 0;
@@ -234,7 +231,7 @@ export class CreditRepo {
 const INSERT_LEDGER = 'insert into credit_ledger (user_id, delta_nano, kind, reference, created_at) values (?, ?, ?, ?, ?)';
 
 async function ensureRow(trx: Transaction<Database>, userId: number) {
-  await trx.insertInto('credit_balances').values({ user_id: userId, balance_nano: 0, updated_at: now() })
+  await trx.insertInto('credit_balances').values({ user_id: userId, balance_nano: 0, updated_at: isoTime() })
     .onConflict((oc) => oc.column('user_id').doNothing()).execute();
 }
 
@@ -246,7 +243,7 @@ async function lockBalance(trx: Transaction<Database>, userId: number, rowLocks:
 }
 
 async function applyDelta(trx: Transaction<Database>, userId: number, delta: number, kind: string, reference: string | null) {
-  await trx.updateTable('credit_balances').set({ balance_nano: sql`balance_nano + ${delta}`, updated_at: now() })
+  await trx.updateTable('credit_balances').set({ balance_nano: sql`balance_nano + ${delta}`, updated_at: isoTime() })
     .where('user_id', '=', userId).execute();
-  await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: delta, kind, reference, created_at: now() }).execute();
+  await trx.insertInto('credit_ledger').values({ user_id: userId, delta_nano: delta, kind, reference, created_at: isoTime() }).execute();
 }

@@ -8,9 +8,9 @@ let second = Number.NaN;
 let prefix = '';
 
 export function isoTime(ms: number = Date.now()): string {
-  const s = Math.floor(ms / 1000);
   // Outside years 0000-9999 toISOString writes a signed six-digit year: leave those to it.
   if (!(ms >= 0 && ms < 253402300800000)) return new Date(ms).toISOString();
+  const s = Math.floor(ms / 1000);
   if (s !== second) {
     second = s;
     prefix = new Date(s * 1000).toISOString().slice(0, 20); // through the seconds and the dot

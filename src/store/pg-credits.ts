@@ -41,8 +41,6 @@ type Op = HoldOp | SettleOp;
 /** At most this many writes in one transaction (the rest wait for the next). */
 const MAX_BATCH = 512;
 
-const now = (): string => isoTime();
-
 /** The hold in one statement: the conditional debit and the hold row, all or nothing (no ledger row: CreditRepo). */
 const HOLD_ONE = `with debit as (
     update credit_balances set balance_nano = balance_nano - $1::bigint, updated_at = $2
@@ -146,7 +144,7 @@ export class PgCredits {
   /** One write as its one-statement form. */
   private async alone(op: Op): Promise<void> {
     try {
-      const at = now();
+      const at = isoTime();
       if (op.kind === 'hold') {
         const { rows } = await this.pool.query({ name: 'gw_hold_one', text: HOLD_ONE,
           values: [op.amount, at, op.userId, op.holdId, op.createdAt, op.expiresAt, op.instanceId] });
@@ -178,7 +176,7 @@ export class PgCredits {
         kind[i] = 's'; user[i] = null; amount[i] = o.actual; created[i] = null; expires[i] = null; instance[i] = null;
       }
     }
-    const { rows } = await this.pool.query({ name: 'gw_credit_batch', text: CREDIT_BATCH, values: [kind, hold, user, amount, created, expires, instance, now()] });
+    const { rows } = await this.pool.query({ name: 'gw_credit_batch', text: CREDIT_BATCH, values: [kind, hold, user, amount, created, expires, instance, isoTime()] });
     const { results, users, balances } = rows[0] as { results: string[]; users: string[]; balances: string[] };
     if (this.onBalance) for (let i = 0; i < users.length; i++) this.onBalance(Number(users[i]), Number(balances[i]));
     return ops.map((o, i) => (o.kind === 'hold' ? Number(results[i]) === 1 : Number(results[i])));
