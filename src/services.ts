@@ -102,7 +102,11 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   catalog.setBreakerState((gateway) => gatewayState(breakers, gateway));
   await catalog.start();
   const models = opts.models ?? (config.reliability.catalogFile ? loadCatalogFile(config.reliability.catalogFile, config) : catalog);
-  const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers });
+  let monitor: HealthMonitor | undefined;
+  const monitoringActive = () => monitor?.active ?? false;
+  const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive, breakers: () => breakers.snapshot() });
+  recorder.onFlush((usage) => metrics.usage(usage));
+  const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers, metrics });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);
   const tools = new ToolService(buildToolRegistry(config, tavily), store, recorder, logger);
   const search = new SearchService(tavily, config.tools, logger, augmentWindows);
@@ -111,10 +115,6 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const media = new MediaService({ config, store, logger, recorder, engine, catalog: models });
 
   const directory = opts.directory ?? catalog;
-  let monitor: HealthMonitor | undefined;
-  const monitoringActive = () => monitor?.active ?? false;
-  const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive });
-  recorder.onFlush((usage) => metrics.usage(usage));
   const stats = new UsageStats(store.db, directory, clock);
   const health = new HealthService(store.db, monitoringActive, clock);
   health.start(recorder, undefined, config.healthHistoryDays);
@@ -126,7 +126,7 @@ export async function buildServices(config: Config, store: Store, logger: Logger
     recorder, metrics, logger, clock,
   });
   monitor.start();
-  const status = new StatusService({ health, stats, directory, config, store, recorder, metrics, monitoringActive, startedAt });
+  const status = new StatusService({ health, stats, directory, config, store, recorder, breakers, monitoringActive, startedAt });
   return { startedAt, recorder, ...reliability, catalog, models, engine, tools, search, hub, partner, media, metrics, stats, health, monitor, status };
 }
 

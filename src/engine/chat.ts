@@ -14,6 +14,7 @@ import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js
 import { nanoToUsd, newHoldId } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
+import type { AttemptMetrics } from '../metrics.js';
 import { redactSecrets } from '../providers/http.js';
 import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
@@ -32,6 +33,8 @@ export interface EngineDeps {
   breakers: CircuitBreakers;
   catalog: CatalogReader & Upstreams;
   providers: Record<string, ProviderAdapter>;
+  /** Told of every upstream attempt (/metrics). */
+  metrics?: AttemptMetrics;
 }
 
 export interface CallContext {
@@ -187,9 +190,14 @@ export class ChatEngine {
           const value = await fn(offer, target);
           return { value, offer, attempts, startedAt };
         } catch (err) {
-          if (ctx.signal.aborted) throw err;
+          const ms = Date.now() - startedAt;
+          if (ctx.signal.aborted) {
+            this.d.metrics?.upstreamRequest(offer.gateway, 'cancelled', ms);
+            throw err;
+          }
           const e = withoutKey(err instanceof UpstreamError ? err : new UpstreamError('connection', String((err as Error)?.message ?? err)), target.apiKey);
-          await this.observe(offer, false, outcomeOf(e), Date.now() - startedAt, e.message, e.kind === 'bad_request');
+          this.d.metrics?.upstreamRequest(offer.gateway, e.kind, ms);
+          await this.observe(offer, false, outcomeOf(e), ms, e.message, e.kind === 'bad_request');
           last = e;
           if (!e.retryable) throw e;
           if (t + 1 < tries && attempts < config.maxAttempts && (e.kind !== 'rate_limited' || (e.retryAfterMs ?? 0) <= 2000)) {
@@ -204,8 +212,12 @@ export class ChatEngine {
       null, { 'Retry-After': String(Math.max(1, Math.ceil(waitMs / 1000))) });
   }
 
-  /** One passive health observation (skipped for the client's own bad requests), and the breaker's count. */
+  /**
+   * One passive health observation (skipped for the client's own bad requests), and the breaker's count. A
+   * success is also the attempt's report to the metrics (failures are reported where they are caught).
+   */
   async observe(offer: Offer, ok: boolean, status: Outcome, latencyMs: number, error: string | null, clientFault = false): Promise<void> {
+    if (ok) this.d.metrics?.upstreamRequest(offer.gateway, 'success', latencyMs);
     if (clientFault || status === 'cancelled') return;
     this.d.recorder.recordHealth({ gateway: offer.gateway, model: offer.modelId, provider: offer.developer, ok, status, latencyMs, error, ts: Date.now(), source: 'passive' });
     if (ok) await this.d.breakers.success(offer.gateway, offer.modelId);
@@ -345,6 +357,7 @@ export class ChatEngine {
           await got.value.it.return?.().catch(() => undefined);
           const cancelled = ctx.signal.aborted || !failed;
           const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
+          this.d.metrics?.upstreamRequest(offer.gateway, cancelled ? 'cancelled' : e.kind, Date.now() - startedAt);
           if (!cancelled) await this.observe(offer, false, outcomeOf(e), latencyMs, e.message);
           this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
             cancelled ? 'client_disconnected' : e.kind);

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { upstreamSetting } from '../config.js';
 import type { Store } from '../store/index.js';
 import type { Recorder } from '../engine/recorder.js';
-import type { Metrics } from '../metrics.js';
+import { gatewayState, type CircuitBreakers } from '../engine/breaker.js';
 import type { GatewayDirectory, UsageStats } from '../stats/service.js';
 import { round } from '../stats/facts.js';
 import { loadSpec } from '../spec.js';
@@ -23,7 +23,8 @@ export interface StatusDeps {
   config: Config;
   store: Store;
   recorder: Recorder;
-  metrics: Metrics;
+  /** The circuit breakers, for each gateway's `breaker_state` (its worst model's). */
+  breakers: CircuitBreakers;
   monitoringActive: () => boolean;
   startedAt: Date;
 }
@@ -133,11 +134,11 @@ export class StatusService {
   }
 
   async detailed() {
-    const { config, store, recorder, metrics, directory } = this.d;
+    const { config, store, recorder, breakers, directory } = this.d;
     const [{ rows, entries }, dbOk, redisOk] = await Promise.all([
       this.providerEntries(), store.ping(), config.redisUrl ? redisPing(config.redisUrl) : Promise.resolve(null),
     ]);
-    const ids = new Set<string>([...(directory?.gateways().map((g) => g.id) ?? []), ...metrics.knownBreakers(), ...rows.map((r) => r.gateway)]);
+    const ids = new Set<string>([...(directory?.gateways().map((g) => g.id) ?? []), ...breakers.snapshot().map((b) => b.gateway), ...rows.map((r) => r.gateway)]);
     const configured = (id: string) => {
       try {
         const s = upstreamSetting(config, id);
@@ -155,7 +156,7 @@ export class StatusService {
       database: { dialect: store.dialect, ok: dbOk },
       redis: { configured: !!config.redisUrl, ok: redisOk },
       gateways: [...ids].sort().map((id) => ({
-        id, configured: configured(id), breaker_state: metrics.breakerStateOf(id), cached_models: directory?.cachedModels?.(id) ?? 0,
+        id, configured: configured(id), breaker_state: gatewayState(breakers, id), cached_models: directory?.cachedModels?.(id) ?? 0,
       })),
       usage_buffer: { pending_records: recorder.pending },
       memory: { rss_bytes: mem.rss, heap_used_bytes: mem.heapUsed },

@@ -130,7 +130,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('detailed status for any valid key: database, gateways with breaker state, buffer, monitor', async () => {
-      gw.services.metrics.breakerState('openrouter', 'open');
+      for (let i = 0; i < 5; i++) await gw.services.breakers.failure('openrouter', MODELS.G4); // five failures open it
       for (const headers of [auth(), { Authorization: `Bearer ${ADMIN_KEY}` }]) {
         const r = await get('/v1/status/detailed', headers);
         expect(r.status).to.equal(200);

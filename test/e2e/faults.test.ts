@@ -230,4 +230,47 @@ describe('e2e: upstream faults survived', function () {
     }
     await settled();
   });
+
+  it('/metrics counts every upstream attempt by outcome, and the breaker a run of failures opened shows in /metrics and /v1/status/detailed', async () => {
+    const scrape = async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      return (line: string) => {
+        const hit = text.split('\n').find((l) => l.startsWith(line + ' '));
+        return hit === undefined ? undefined : Number(hit.slice(line.length + 1));
+      };
+    };
+    const attempts = (gateway: string, outcome: string) => `gateway_upstream_requests_total{gateway="${gateway}",outcome="${outcome}"}`;
+    const errors = (gateway: string, kind: string) => `gateway_upstream_errors_total{gateway="${gateway}",kind="${kind}"}`;
+    const seconds = (gateway: string, outcome: string) => `gateway_upstream_request_duration_seconds_count{gateway="${gateway}",outcome="${outcome}"}`;
+    const before = await scrape();
+    const failedBefore = gateway.services.breakers.snapshot().find((b) => b.gateway === 'together')?.failures ?? 0; // earlier tests'
+    sim.reset();
+    expect((await chat('f/500-failover')).res.status).to.equal(200); // groq 503, openai 500 once, then openai echoes
+    expect((await chat('f/break', true)).events.at(-1)).to.contain('upstream_stream_broken');
+    // refused (a try and its retry per request) until five failures in a row open together's breaker: then no attempt
+    let refused = 0;
+    for (let r = await chat('f/refused'); r.res.status !== 503; r = await chat('f/refused')) {
+      expect(r.res.status).to.equal(502);
+      expect(++refused).to.be.at.most(5);
+    }
+    expect(refused).to.be.at.least(1);
+    const after = await scrape();
+    const delta = (line: string) => (after(line) ?? 0) - (before(line) ?? 0);
+    expect(delta(attempts('groq', 'server_error'))).to.equal(1);
+    expect(delta(attempts('openai', 'server_error'))).to.equal(1);
+    expect(delta(attempts('openai', 'success'))).to.equal(1);
+    expect(delta(attempts('openai', 'stream_broken'))).to.equal(1);
+    expect(delta(attempts('together', 'connection'))).to.equal(5 - failedBefore);
+    expect(delta(errors('groq', 'server_error'))).to.equal(1);
+    expect(delta(errors('together', 'connection'))).to.equal(5 - failedBefore);
+    expect(delta(seconds('openai', 'success'))).to.equal(1);
+    expect(delta(seconds('together', 'connection'))).to.equal(5 - failedBefore);
+    expect(after('gateway_circuit_breaker_state{gateway="together"}')).to.equal(2);
+    expect(after('gateway_circuit_breaker_state{gateway="openai"}')).to.equal(0); // failed before, closed again by its successes
+    const detailed = await (await fetch(`${url}/v1/status/detailed`, { headers: { Authorization: `Bearer ${key}` } })).json() as any;
+    const state = (id: string) => detailed.gateways.find((g: any) => g.id === id)?.breaker_state;
+    expect(state('together')).to.equal('open');
+    expect(state('openai')).to.equal('closed');
+    await settled();
+  });
 });
