@@ -79,7 +79,7 @@ export const createChatCompletion: Handler = async (ctx) => {
 
   const stream = await engine.stream(req, call);
   const writer = new OpenAIChunkWriter(`chatcmpl-${crypto.randomUUID()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
-  startSse(ctx.res, { ...servedHeaders(stream), 'X-Request-Id': ctx.requestId });
+  startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
   try {
     for await (const ev of stream.events) {

@@ -25,7 +25,7 @@ export const createMessage: Handler = async (ctx) => {
 
   const stream = await engine.stream(req, call);
   const writer = new AnthropicEventWriter(stream.offer.modelId);
-  startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel, 'X-Request-Id': ctx.requestId });
+  startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
   try {
     for await (const ev of stream.events) {
       const full = writeFrame(ctx.res, writer.write(ev));

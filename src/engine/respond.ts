@@ -14,7 +14,7 @@ export function startSse(res: ServerResponse, headers: Record<string, string>): 
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
-  for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  for (const k in headers) res.setHeader(k, headers[k]);
   corkForTick(res);
   res.flushHeaders();
   res.socket?.setNoDelay(true);

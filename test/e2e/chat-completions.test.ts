@@ -85,7 +85,11 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
   });
 
   it('streamed completion: role first, text deltas, usage chunk only when asked, [DONE]; upstream always asked for usage', async () => {
-    const stream = await client().chat.completions.create({ model: 'test/chunks', messages: [{ role: 'user', content: 'count' }], stream: true, stream_options: { include_usage: true } });
+    const { data: stream, response } = await client().chat.completions.create({ model: 'test/chunks', messages: [{ role: 'user', content: 'count' }], stream: true, stream_options: { include_usage: true } },
+      { headers: { 'X-Request-Id': 'stream-req-1' } }).withResponse();
+    expect(response.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
+    expect(response.headers.get('x-request-id')).to.equal('stream-req-1');
+    expect(response.headers.get('x-gateway-provider')).to.equal('openai');
     const chunks: any[] = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks[0].choices[0].delta.role).to.equal('assistant');

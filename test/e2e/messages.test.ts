@@ -212,6 +212,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
       expect(res.status).to.equal(200);
       expect(res.headers.get('content-type')).to.contain('text/event-stream');
       expect(res.headers.get('x-gateway-provider')).to.equal('anthropic');
+      expect(res.headers.get('x-request-id')).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
       const got = await readEvents(res);
       // the same request straight to the simulator: the gateway's events must be these, only the model renamed
       const direct = await readEvents(await post({ ...body, model: 'sim/echo' }, { 'x-api-key': SIM_KEY }, e.sim.url));
