@@ -8,11 +8,15 @@
 import type { ServerResponse } from 'node:http';
 import { Cancellation } from '../cancel.js';
 
+/**
+ * `Connection` is Node's to write: keep-alive (with its Keep-Alive timeout) for a client that keeps the connection,
+ * close for one that asked to close it or whose connection reached the server's request limit. (Set by hand it
+ * said keep-alive in every case.)
+ */
 export function startSse(res: ServerResponse, headers: Record<string, string>): void {
   res.statusCode = 200;
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache, no-transform');
-  res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
   for (const k in headers) res.setHeader(k, headers[k]);
   corkForTick(res);

@@ -89,6 +89,7 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
       { headers: { 'X-Request-Id': 'stream-req-1' } }).withResponse();
     expect(response.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
     expect(response.headers.get('x-request-id')).to.equal('stream-req-1');
+    expect(response.headers.get('connection')).to.equal('keep-alive');
     expect(response.headers.get('x-gateway-provider')).to.equal('openai');
     const chunks: any[] = [];
     for await (const c of stream) chunks.push(c);
@@ -230,6 +231,22 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     const rows = await usageRows();
     expect(rows.at(-1)).to.include({ status: 'error', error_class: 'stream_broken', model: 'test/break' });
     expect(await gateway.store.credits.balance(userId)).to.equal(before);
+  });
+
+  it('a stream to a client that asked to close the connection says Connection: close, and the connection closes after [DONE]', async () => {
+    const { headers, body, closed } = await new Promise<{ headers: http.IncomingHttpHeaders; body: string; closed: Promise<void> }>((resolve, reject) => {
+      const req = http.request(`${baseURL}/chat/completions`, { method: 'POST', agent: false,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' } }, (res) => {
+        const closed = new Promise<void>((done) => res.socket.once('close', () => done()));
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => { body += c; }).on('end', () => resolve({ headers: res.headers, body, closed })).on('error', reject);
+      });
+      req.on('error', reject).end(JSON.stringify({ model: 'test/chunks', stream: true, messages: [{ role: 'user', content: 'x' }] }));
+    });
+    expect(headers['content-type']).to.equal('text/event-stream; charset=utf-8');
+    expect(headers.connection).to.equal('close');
+    expect(body.trimEnd().endsWith('data: [DONE]')).to.equal(true);
+    await closed;
   });
 
   it('keep-alive comments from the upstream never reach the client as data', async () => {
