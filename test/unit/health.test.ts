@@ -267,17 +267,20 @@ for (const dialect of DIALECTS) {
 
     it('the health sweep prunes once an hour with HEALTH_HISTORY_DAYS; 0 keeps everything', async () => {
       await store.health.record(series('p/swept', NOW - 30 * DAY, 105));
-      const run = async (historyDays: number) => {
+      // sweeps every 10 ms until `done` (at most 5 s: a prune stopped half-way by stop() would leave rows behind)
+      const run = async (historyDays: number, done: () => Promise<boolean>) => {
         const health = new HealthService(store.db, () => false, () => NOW);
         const recorder = new Recorder(store, createLogger('silent'), 60_000);
         health.start(recorder, 10, historyDays);
-        await new Promise((r) => setTimeout(r, 60));
+        const until = Date.now() + 5000;
+        do await new Promise((r) => setTimeout(r, 20)); while (!(await done()) && Date.now() < until);
         await health.stop();
         await recorder.stop();
       };
-      await run(0);
+      let waited = 0;
+      await run(0, async () => ++waited >= 5); // ~100 ms of sweeps
       expect(await history('p/swept')).to.have.length(105);
-      await run(7);
+      await run(7, async () => (await history('p/swept')).length <= 100);
       expect(await history('p/swept')).to.have.length(100);
     });
   });
