@@ -30,6 +30,7 @@ import { transcriptionBodies, TRANSCRIBE_PATH, TRANSCRIBE_BASE64_PATH } from './
 import { opsRoutes } from './ops-routes.js';
 import { docsRouter } from './docs.js';
 import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
+import { queueHeader, queueHeaders, startHead } from './head.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -238,7 +239,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         // given back when the response is over (a stream: after its last byte).
         const admission = await deps.services.limits.admit(ctx.principal);
         if (admission) {
-          for (const k in admission.headers) res.setHeader(k, admission.headers[k]);
+          queueHeaders(res, admission.headers);
           res.once('close', admission.release);
         }
         const reply = await handler(ctx);
@@ -266,13 +267,14 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   /** Headers, request id, counting, access log, CORS, path checks and drain; false when it answered itself. */
   const prelude = (req: IncomingMessage, res: GatewayResponse): boolean => {
-    for (let i = 0; i < SECURITY_HEADER_LIST.length; i++) res.setHeader(SECURITY_HEADER_LIST[i][0], SECURITY_HEADER_LIST[i][1]);
+    // The security headers and the request id, queued for the head (src/head.ts: written with it in one call).
+    startHead(res, SECURITY_HEADER_LIST);
     // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
     res.once('close', inflight.enter());
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
     res.locals = { requestId } as Locals;
-    res.setHeader('X-Request-Id', requestId);
+    queueHeader(res, 'X-Request-Id', requestId);
     res.once('finish', finished(req, res, process.hrtime.bigint()));
     if (cors(req, res)) return false;
     const path = pathOf(req.url);

@@ -62,19 +62,21 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage): void {
   const text = JSON.stringify(body);
-  if (headers) for (const k in headers) res.setHeader(k, headers[k]);
+  // One list for writeHead (src/head.ts: with the queued headers, one call instead of a setHeader each).
+  const head: Array<string | number> = [];
+  if (headers) for (const k in headers) head.push(k, headers[k]);
   if (req?.method === 'GET' && status === 200) {
     const tag = etag(text, { weak: true });
-    res.setHeader('ETag', tag);
+    head.push('ETag', tag);
     if (fresh(req.headers, { etag: tag })) {
-      res.statusCode = 304;
+      res.writeHead(304, head);
       res.end();
       return;
     }
   }
-  res.statusCode = status;
-  if (!res.hasHeader('Content-Type')) res.setHeader('Content-Type', JSON_TYPE);
-  res.setHeader('Content-Length', Buffer.byteLength(text));
+  if (!res.hasHeader('Content-Type')) head.push('Content-Type', JSON_TYPE);
+  head.push('Content-Length', Buffer.byteLength(text));
+  res.writeHead(status, head);
   res.end(text);
 }
 

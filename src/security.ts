@@ -17,8 +17,8 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-site',
 };
 
-/** The same, as a list the prelude (src/app.ts) walks on every request. */
-export const SECURITY_HEADER_LIST: ReadonlyArray<readonly [string, string]> = Object.entries(SECURITY_HEADERS);
+/** The same as a flat list (name, value, …): the prelude (src/app.ts) starts every response's head with it (src/head.ts). */
+export const SECURITY_HEADER_LIST: readonly string[] = Object.entries(SECURITY_HEADERS).flat();
 
 const ALLOW_HEADERS = 'Authorization, Content-Type, X-Api-Key, X-Request-Id, Anthropic-Version, Anthropic-Beta';
 const EXPOSE_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, '

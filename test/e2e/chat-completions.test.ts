@@ -90,6 +90,8 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(response.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
     expect(response.headers.get('x-request-id')).to.equal('stream-req-1');
     expect(response.headers.get('connection')).to.equal('keep-alive');
+    expect(response.headers.get('x-content-type-options')).to.equal('nosniff'); // the prelude's, queued for the head
+    expect(response.headers.get('cache-control')).to.equal('no-cache, no-transform');
     expect(response.headers.get('x-gateway-provider')).to.equal('openai');
     const chunks: any[] = [];
     for await (const c of stream) chunks.push(c);
