@@ -64,7 +64,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   const text = JSON.stringify(body);
   // One list for writeHead (src/head.ts: with the queued headers, one call instead of a setHeader each).
   const head: Array<string | number> = [];
-  if (headers) for (const k in headers) head.push(k, headers[k]);
+  let typed = false;
+  if (headers) {
+    for (const k in headers) {
+      head.push(k, headers[k]);
+      if (k.length === 12 && k.toLowerCase() === 'content-type') typed = true;
+    }
+  }
   if (req?.method === 'GET' && status === 200) {
     const tag = etag(text, { weak: true });
     head.push('ETag', tag);
@@ -74,7 +80,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
       return;
     }
   }
-  if (!res.hasHeader('Content-Type')) head.push('Content-Type', JSON_TYPE);
+  if (!typed && !res.hasHeader('Content-Type')) head.push('Content-Type', JSON_TYPE);
   head.push('Content-Length', Buffer.byteLength(text));
   res.writeHead(status, head);
   res.end(text);

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { queueHeader, queueHeaders, startHead } from '../../src/head.js';
+import { sendJson } from '../../src/dispatch.js';
 
 /**
  * src/head.ts: headers queued on a response go out with its head, however the head is written, and a header set
@@ -89,6 +90,15 @@ describe('response head: queued headers', () => {
       res.end('{}');
     });
     expectHeaders(r.headers, { ...queued, 'access-control-allow-origin': ['*'], 'content-type': ['application/json'], 'x-frame-options': ['DENY-ALL'] });
+  });
+
+  it('sendJson: its headers, Content-Type and Content-Length with the queued ones; a Content-Type of its own is the only one', async () => {
+    const plain = await get((res) => sendJson(res, 200, { ok: true }, { 'X-Gateway-Provider': 'openai' }));
+    expectHeaders(plain.headers, { ...queued, 'x-gateway-provider': ['openai'], 'content-type': ['application/json; charset=utf-8'], 'content-length': ['11'] });
+    expect(JSON.parse(plain.body)).to.deep.equal({ ok: true });
+    const own = await get((res) => sendJson(res, 201, [1], { 'content-type': 'application/vnd.x+json' }));
+    expect(own.status).to.equal(201);
+    expectHeaders(own.headers, { ...queued, 'content-type': ['application/vnd.x+json'], 'content-length': ['3'] });
   });
 
   it('after the head is written, queueing sets the header as setHeader would (and throws as it would)', async () => {
