@@ -212,13 +212,14 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   // Also called before the dispatcher by the upload parser (src/media/upload.ts), which reads no upload without
   // a valid key; the result is cached for the request.
-  const authenticate = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+  /** Whether the request carries a valid key (its principal kept in locals): at once when the key is cached. */
+  const authenticate = (req: IncomingMessage, res: ServerResponse): boolean | Promise<boolean> => {
     const locals = localsOf(res);
-    if (!locals.authChecked) {
-      locals.authChecked = true;
-      locals.principal = await deps.keys.authenticate(presentedKey(req.headers));
-    }
-    return !!locals.principal;
+    if (locals.authChecked) return !!locals.principal;
+    locals.authChecked = true;
+    const found = deps.keys.authenticate(presentedKey(req.headers));
+    if (!(found instanceof Promise)) return !!(locals.principal = found);
+    return found.then((p) => !!(locals.principal = p));
   };
   const trust = compileTrust(config.reliability.trustProxy);
 

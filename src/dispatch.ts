@@ -128,7 +128,8 @@ export interface DispatchOptions {
   spec: { security?: unknown[] };
   logger: Logger;
   /** Resolves and caches the caller (true when a valid key was presented). */
-  authenticate: (req: GatewayRequest, res: GatewayResponse) => Promise<boolean>;
+  /** A plain boolean when it can tell at once (a cached key), else a promise. */
+  authenticate: (req: GatewayRequest, res: GatewayResponse) => boolean | Promise<boolean>;
   /** Schemes the authenticate function answers for. */
   schemes: string[];
   /** Runs the operation once the request is known to be authorised, permitted and valid. */
@@ -181,7 +182,8 @@ export class Dispatcher {
     locals.operationId = c.id;
 
     if (c.requirements.length) {
-      const ok = await this.o.authenticate(req, res);
+      const checked = this.o.authenticate(req, res);
+      const ok = checked instanceof Promise ? await checked : checked;
       const { schemes } = this.o;
       if (!c.requirements.some((r) => r.every((s) => ok && schemes.includes(s)))) return sendError(req, res, unauthorized(), logger);
     }

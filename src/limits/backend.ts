@@ -17,15 +17,20 @@ export interface WindowCount {
   resetMs: number;
 }
 
+/**
+ * Where the counts live. `take`, `read` and `acquire` are on every admitted request: the memory backend answers them
+ * at once (a plain value), Redis with a promise; the limiter awaits only a promise (each await is a turn of the
+ * microtask queue on the request's path to the upstream).
+ */
 export interface LimitBackend {
   /** Counts one request in `key`'s window if fewer than `limit` are counted; never more than `limit`. */
-  take(key: string, limit: number, nowMs: number): Promise<WindowCount>;
+  take(key: string, limit: number, nowMs: number): WindowCount | Promise<WindowCount>;
   /** Adds `n` units (tokens) to `key`'s window unconditionally. */
   add(key: string, n: number, nowMs: number): Promise<void>;
   /** Units in `key`'s window. */
-  read(key: string, nowMs: number): Promise<WindowCount>;
+  read(key: string, nowMs: number): WindowCount | Promise<WindowCount>;
   /** Claims one of `limit` concurrency slots of `key` under `lease`; false when all are taken. */
-  acquire(key: string, lease: string, limit: number, nowMs: number): Promise<boolean>;
+  acquire(key: string, lease: string, limit: number, nowMs: number): boolean | Promise<boolean>;
   release(key: string, lease: string): Promise<void>;
   /** Extends the given live leases of `key` (their process is alive). */
   renew(key: string, leases: string[], nowMs: number): Promise<void>;
@@ -90,7 +95,7 @@ export class MemoryLimitBackend implements LimitBackend {
     w.add(nowSec, n);
   }
 
-  async take(key: string, limit: number, nowMs: number): Promise<WindowCount> {
+  take(key: string, limit: number, nowMs: number): WindowCount {
     const nowSec = Math.floor(nowMs / 1000);
     const w = this.live(key, nowSec);
     const count = w?.total ?? 0;
@@ -106,12 +111,12 @@ export class MemoryLimitBackend implements LimitBackend {
     this.grow(key, this.live(key, nowSec), nowSec, n);
   }
 
-  async read(key: string, nowMs: number): Promise<WindowCount> {
+  read(key: string, nowMs: number): WindowCount {
     const w = this.live(key, Math.floor(nowMs / 1000));
     return { allowed: true, count: w?.total ?? 0, resetMs: resetMs(w ? w.secs[w.head] : null, nowMs) };
   }
 
-  async acquire(key: string, lease: string, limit: number, nowMs: number): Promise<boolean> {
+  acquire(key: string, lease: string, limit: number, nowMs: number): boolean {
     let held = this.leases.get(key);
     // Lapsed leases (their process stopped renewing them) are looked for only when they would make a difference.
     if (held && held.size >= limit) for (const [id, until] of held) if (until <= nowMs) held.delete(id);

@@ -71,10 +71,17 @@ export class RateLimiter {
     await this.backend.close();
   }
 
-  /** The limits in force for a key (overrides cached briefly; `forget` drops the cache after a change). */
-  async limitsFor(keyId: number): Promise<RateLimitDefaults> {
+  /**
+   * The limits in force for a key (overrides cached briefly; `forget` drops the cache after a change): at once when
+   * cached, else a promise.
+   */
+  limitsFor(keyId: number): RateLimitDefaults | Promise<RateLimitDefaults> {
     const hit = this.overrides.get(keyId);
     if (hit && this.now() - hit.at < OVERRIDE_TTL_MS) return hit.limits;
+    return this.load(keyId);
+  }
+
+  private async load(keyId: number): Promise<RateLimitDefaults> {
     const own = await this.repo.get(keyId);
     const limits = {
       requestsPerMinute: own?.requests_per_minute ?? this.defaults.requestsPerMinute,
@@ -120,14 +127,16 @@ export class RateLimiter {
    */
   async admit(principal: Principal | null): Promise<Admission | null> {
     if (!principal || principal.admin) return null;
-    const lim = await this.limitsFor(principal.keyId);
+    const limits = this.limitsFor(principal.keyId);
+    const lim = limits instanceof Promise ? await limits : limits;
     const key = `k${principal.keyId}`;
     const now = this.now();
     let lease: string | undefined;
     try {
       let tokens: WindowCount | undefined;
       if (lim.tokensPerMinute > 0) {
-        tokens = await this.backend.read(`${key}:tpm`, now);
+        const read = this.backend.read(`${key}:tpm`, now);
+        tokens = read instanceof Promise ? await read : read;
         if (tokens.count >= lim.tokensPerMinute) {
           throw limited('tokens', `Token rate limit of ${lim.tokensPerMinute} tokens per minute reached for this key.`, tokens.resetMs,
             tokenHeaders(lim, tokens));
@@ -135,7 +144,8 @@ export class RateLimiter {
       }
       if (lim.concurrentRequests > 0) {
         const id = LEASE_PREFIX + ++leaseSeq;
-        if (!(await this.backend.acquire(key, id, lim.concurrentRequests, now))) {
+        const acquired = this.backend.acquire(key, id, lim.concurrentRequests, now);
+        if (!(acquired instanceof Promise ? await acquired : acquired)) {
           throw limited('concurrency', `Concurrency limit of ${lim.concurrentRequests} requests in flight reached for this key.`, 1000, {});
         }
         lease = id;
@@ -143,7 +153,8 @@ export class RateLimiter {
       }
       let requests: WindowCount | undefined;
       if (lim.requestsPerMinute > 0) {
-        requests = await this.backend.take(`${key}:rpm`, lim.requestsPerMinute, now);
+        const taken = this.backend.take(`${key}:rpm`, lim.requestsPerMinute, now);
+        requests = taken instanceof Promise ? await taken : taken;
         if (!requests.allowed) {
           throw limited('requests', `Rate limit of ${lim.requestsPerMinute} requests per minute reached for this key.`, requests.resetMs,
             { ...requestHeaders(lim, requests), ...tokenHeaders(lim, tokens) });

@@ -41,7 +41,7 @@ export const tooLarge = (limit: number, what = 'The uploaded audio') =>
 export interface UploadOptions {
   limit: number;
   /** Resolves the caller's key (cached for the security handler); false when there is no valid one. */
-  authenticate: (req: Request, res: Response) => Promise<boolean>;
+  authenticate: (req: Request, res: Response) => boolean | Promise<boolean>;
   /** Sends an error with the spec's body. */
   fail: (req: Request, res: Response, err: unknown) => void;
 }

@@ -110,11 +110,15 @@ describe('RateLimiter', () => {
     expect(await l.update(999, {})).to.equal(undefined);
   });
 
-  it('fails open when the backend fails (a Redis outage never blocks requests)', async () => {
-    const broken = new MemoryLimitBackend();
-    broken.take = async () => { throw new Error('connection is closed'); };
-    broken.acquire = async () => { throw new Error('connection is closed'); };
-    const l = limiter({ requestsPerMinute: 1, tokensPerMinute: 0, concurrentRequests: 1 }, { backend: broken });
-    for (let i = 0; i < 3; i++) expect(await l.admit(key(1))).to.equal(null);
+  it('fails open when the backend fails (a Redis outage never blocks requests), whether it rejects or throws', async () => {
+    const rejecting: LimitBackend = new MemoryLimitBackend();
+    rejecting.take = async () => { throw new Error('connection is closed'); };
+    rejecting.acquire = async () => { throw new Error('connection is closed'); };
+    const throwing: LimitBackend = new MemoryLimitBackend();
+    throwing.read = () => { throw new Error('broken'); };
+    for (const backend of [rejecting, throwing]) {
+      const l = limiter({ requestsPerMinute: 1, tokensPerMinute: 10, concurrentRequests: 1 }, { backend });
+      for (let i = 0; i < 3; i++) expect(await l.admit(key(1))).to.equal(null);
+    }
   });
 });
