@@ -58,8 +58,8 @@ export class KeyService {
    * The principal for a presented credential, or null (unknown, malformed or revoked). The cache is keyed by the
    * presented key itself, so a repeated key costs no HMAC (3 % of the CPU under load): the raw key stays in this
    * process's memory for the cache TTL, as it does in the request that carried it; only its HMAC is ever stored.
+   * Answered at once (a plain value) from the cache or for a malformed key; a key not cached is a promise.
    */
-  /** The key's principal, or null: at once from the cache (or for a malformed key), else a promise. */
   authenticate(presented: string | undefined): Principal | null | Promise<Principal | null> {
     if (!presented) return null;
     if (this.adminKey && safeEqual(presented, this.adminKey)) return { keyId: 0, userId: 0, admin: true };
