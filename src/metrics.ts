@@ -12,7 +12,7 @@
  */
 import client from 'prom-client';
 import type { UpstreamErrorKind } from './engine/types.js';
-import type { BreakerState, BreakerView } from './engine/breaker.js';
+import { gatewayState, type BreakerState, type CircuitBreakers } from './engine/breaker.js';
 import type { UsageRecord } from './store/usage.js';
 
 /** How an upstream attempt ended: success, the client went away, or the UpstreamError kind. */
@@ -141,7 +141,7 @@ export interface MetricsOptions {
   pendingRecords?: () => number;
   monitoringActive?: () => boolean;
   /** The circuit breakers as this process sees them (read at each scrape for gateway_circuit_breaker_state). */
-  breakers?: () => readonly BreakerView[];
+  breakers?: Pick<CircuitBreakers, 'snapshot'>;
 }
 
 export class Metrics implements AttemptMetrics {
@@ -177,13 +177,9 @@ export class Metrics implements AttemptMetrics {
       new client.Gauge({ name: 'gateway_circuit_breaker_state', help: 'Circuit breaker per gateway: 0 closed, 1 half-open, 2 open (its worst model\'s).',
         labelNames: ['gateway'], registers,
         collect() {
-          const worst = new Map<string, number>([...seen].map((g) => [g, 0]));
-          for (const b of breakers()) {
-            seen.add(b.gateway);
-            worst.set(b.gateway, Math.max(worst.get(b.gateway) ?? 0, BREAKER_VALUE[b.state]));
-          }
+          for (const b of breakers.snapshot()) seen.add(b.gateway);
           this.reset();
-          for (const [gateway, v] of worst) this.set({ gateway }, v);
+          for (const gateway of seen) this.set({ gateway }, BREAKER_VALUE[gatewayState(breakers, gateway)]);
         } });
     }
     if (opts.pendingRecords) {

@@ -104,7 +104,7 @@ export async function buildServices(config: Config, store: Store, logger: Logger
   const models = opts.models ?? (config.reliability.catalogFile ? loadCatalogFile(config.reliability.catalogFile, config) : catalog);
   let monitor: HealthMonitor | undefined;
   const monitoringActive = () => monitor?.active ?? false;
-  const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive, breakers: () => breakers.snapshot() });
+  const metrics = new Metrics({ pendingRecords: () => recorder.pending, monitoringActive, breakers });
   recorder.onFlush((usage) => metrics.usage(usage));
   const engine = new ChatEngine({ config, store, logger, recorder, breakers, catalog: models, providers, metrics });
   const tavily = new TavilyClient(config.tools, config.upstreamConnectTimeoutMs);

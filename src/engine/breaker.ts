@@ -94,7 +94,7 @@ export class Breakers implements CircuitBreakers {
 }
 
 /** A gateway's worst breaker over its models: open when any is open, else half-open, else closed. */
-export function gatewayState(breakers: CircuitBreakers, gateway: string): BreakerState {
+export function gatewayState(breakers: Pick<CircuitBreakers, 'snapshot'>, gateway: string): BreakerState {
   let worst: BreakerState = 'closed';
   for (const b of breakers.snapshot()) {
     if (b.gateway !== gateway) continue;

@@ -81,7 +81,7 @@ describe('metrics: Metrics', () => {
   it('the breaker gauge reads the breakers at each scrape (worst model per gateway) and keeps a gateway that closed again at 0', async () => {
     let t = 0;
     const breakers = new Breakers(2, 1000, () => t);
-    const m = new Metrics({ defaultMetrics: false, breakers: () => breakers.snapshot() });
+    const m = new Metrics({ defaultMetrics: false, breakers });
     const gauge = async (gw: string) => value((await m.render()).body, `gateway_circuit_breaker_state{gateway="${gw}"}`);
     expect(await gauge('openai')).to.equal(undefined);
     breakers.failure('openai', 'a');
