@@ -30,7 +30,7 @@ import { transcriptionBodies, TRANSCRIBE_PATH, TRANSCRIBE_BASE64_PATH } from './
 import { opsRoutes } from './ops-routes.js';
 import { docsRouter } from './docs.js';
 import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
-import { queueHeader, queueHeaders, startHead } from './head.js';
+import { queueHeaders, startHead } from './head.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -268,14 +268,13 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   /** Headers, request id, counting, access log, CORS, path checks and drain; false when it answered itself. */
   const prelude = (req: IncomingMessage, res: GatewayResponse): boolean => {
-    // The security headers and the request id, queued for the head (src/head.ts: written with it in one call).
-    startHead(res, SECURITY_HEADER_LIST);
-    // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
-    res.once('close', inflight.enter());
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
+    // The security headers and the request id, queued for the head (src/head.ts: written with it in one call).
+    startHead(res, SECURITY_HEADER_LIST, 'X-Request-Id', requestId);
+    // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
+    res.once('close', inflight.enter());
     res.locals = { requestId } as Locals;
-    queueHeader(res, 'X-Request-Id', requestId);
     res.once('finish', finished(req, res, process.hrtime.bigint()));
     if (cors(req, res)) return false;
     const path = pathOf(req.url);

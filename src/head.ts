@@ -22,17 +22,13 @@ type HeadList = Array<string | number>;
 
 const nodeWriteHead = ServerResponse.prototype.writeHead;
 
-/** Starts the response's queue with `list` (name, value, name, value, …; copied), and takes over its `writeHead`. */
-export function startHead(res: ServerResponse, list: readonly (string | number)[]): void {
-  (res as Queued)[QUEUED] = list.slice();
+/**
+ * Starts the response's queue with `list` and then `more` (each name, value, name, value, …; copied), and takes over
+ * its `writeHead`.
+ */
+export function startHead(res: ServerResponse, list: readonly (string | number)[], ...more: Array<string | number>): void {
+  (res as Queued)[QUEUED] = list.concat(more);
   res.writeHead = writeHead as ServerResponse['writeHead'];
-}
-
-/** Adds one header to the queue (set at once when the response has none, or its head is written). */
-export function queueHeader(res: ServerResponse, name: string, value: string): void {
-  const q = (res as Queued)[QUEUED];
-  if (q && !res.headersSent) q.push(name, value);
-  else res.setHeader(name, value);
 }
 
 /** Adds headers to the queue (after `startHead`); before the head is written they go out with it. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { queueHeader, queueHeaders, startHead } from '../../src/head.js';
+import { queueHeaders, startHead } from '../../src/head.js';
 import { sendJson } from '../../src/dispatch.js';
 
 /**
@@ -15,8 +15,7 @@ describe('response head: queued headers', () => {
 
   before(async () => {
     server = http.createServer((_req, res) => {
-      startHead(res, ['X-Content-Type-Options', 'nosniff', 'X-Frame-Options', 'DENY']);
-      queueHeader(res, 'X-Request-Id', 'req-1');
+      startHead(res, ['X-Content-Type-Options', 'nosniff', 'X-Frame-Options', 'DENY'], 'X-Request-Id', 'req-1');
       queueHeaders(res, { 'X-RateLimit-Limit': '10', 'X-RateLimit-Remaining': '9' });
       answer(res);
     });
@@ -106,7 +105,7 @@ describe('response head: queued headers', () => {
     await get((res) => {
       res.writeHead(200, []);
       try {
-        queueHeader(res, 'X-Late', '1');
+        queueHeaders(res, { 'X-Late': '1' });
       } catch (err) {
         error = err;
       }
