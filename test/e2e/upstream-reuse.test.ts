@@ -1,8 +1,9 @@
 /**
  * Upstream connections are kept across streams. An SSE stream is complete at its terminator (`data: [DONE]`,
  * `message_stop`), a few bytes before the HTTP body ends; the gateway stops reading there. Before
- * src/providers/http.ts bodyChunks(), that early stop destroyed the body and undici closed the connection, so
- * every streamed request cost a new upstream TCP connection. The simulator records the client port of the
+ * src/providers/http.ts read off the rest of a body its reader let go (bodyChunks(), now UpstreamBody's
+ * `return()`), that early stop destroyed the body and undici closed the connection, so every streamed request
+ * cost a new upstream TCP connection. The simulator records the client port of the
  * connection each call came in on (RecordedCall.remotePort): calls with the same port shared a connection.
  *
  * The simulator ends each stream's HTTP body END_DELAY_MS after its terminator (SimulatorOptions.streamEndDelayMs),

@@ -9,6 +9,7 @@ import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
 import { EngineEvents, type StreamEnd } from '../../src/engine/chat.js';
 import type { Offer } from '../../src/catalog/types.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
+import { bodyFrom } from '../support/upstream-body.js';
 
 const offer = (p: Partial<Offer['pricing']> = {}): Offer => ({
   gateway: 'g', upstreamModel: 'm', modelId: 'dev/m', developer: 'dev', name: 'M',
@@ -102,7 +103,7 @@ describe('unit: OpenAI wire mapping', () => {
     const cuts = [0, 7, 60, 61, 200, sse.length];
     const body = Readable.from(cuts.slice(1).map((c, i) => Buffer.from(sse.slice(cuts[i], c))));
     const evs: StreamEvent[] = [];
-    for await (const e of openaiEvents(body)) evs.push(e);
+    for await (const e of openaiEvents(bodyFrom(body).body)) evs.push(e);
     expect(evs.map((e) => e.type)).to.deep.equal(['start', 'tool_call_start', 'tool_call_delta', 'text', 'finish', 'usage', 'end']);
     expect(evs[5]).to.deep.include({ usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 } });
   });
@@ -189,7 +190,7 @@ describe('unit: OpenAI wire mapping', () => {
     const bad = 'data: {"choices": [\n\n';
     for (const text of [cut, bad]) {
       const body = Readable.from([Buffer.from(text)]);
-      const err = await (async () => { try { for await (const _ of openaiEvents(body)) { /* drain */ } } catch (e) { return e; } })();
+      const err = await (async () => { try { for await (const _ of openaiEvents(bodyFrom(body).body)) { /* drain */ } } catch (e) { return e; } })();
       expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
     }
   });
@@ -199,7 +200,7 @@ describe('unit: OpenAI wire mapping', () => {
     const collect = async (chunks: string[]) => {
       const evs: StreamEvent[] = [];
       try {
-        for await (const e of openaiEvents(Readable.from(chunks.map((c) => Buffer.from(c))))) evs.push(e);
+        for await (const e of openaiEvents(bodyFrom(Readable.from(chunks.map((c) => Buffer.from(c)))).body)) evs.push(e);
         return { evs, err: undefined };
       } catch (err) {
         return { evs, err };
@@ -214,14 +215,17 @@ describe('unit: OpenAI wire mapping', () => {
     expect(done.err).to.equal(undefined);
     expect(done.evs.map((e) => e.type === 'text' ? e.text : e.type)).to.deep.equal(['start', 'a', 'end']);
     // a consumer that stops early: the body (still open upstream) is let go, and the iterator is done
-    const body = new Readable({ read() {} });
-    body.push(Buffer.from(data('a')));
+    const source = new Readable({ read() {} });
+    source.push(Buffer.from(data('a')));
+    const { body, flow } = bodyFrom(source);
     const it = openaiEvents(body);
     expect((await it.next()).value).to.deep.include({ type: 'start' });
     expect((await it.next()).value).to.deep.include({ type: 'text', text: 'a' });
     expect(await it.return!()).to.deep.equal({ value: undefined, done: true });
-    expect(body.destroyed, 'the body is let go').to.equal(true);
     expect(await it.next()).to.deep.equal({ value: undefined, done: true });
+    source.push(Buffer.alloc(300 * 1024)); // let go: read off up to 256 KB, then the call is aborted
+    await new Promise((r) => setImmediate(r));
+    expect(flow.aborted, 'the body is let go').to.be.instanceOf(Error);
   });
 
   it('writes OpenAI chunks: role first, usage chunk only when asked, then [DONE]', () => {

@@ -4,7 +4,7 @@
  * beside the mapped one.
  */
 import type { ChatRequest } from '../../engine/types.js';
-import { bodyChunks, send } from '../http.js';
+import { send } from '../http.js';
 import type { ProviderAdapter, Target } from '../types.js';
 import { guardStream, readJsonBody } from '../shared.js';
 import { nativeBody, toAnthropicRequest } from './request.js';
@@ -38,6 +38,6 @@ export const anthropicAdapter: ProviderAdapter = {
 
   async chatStream(req, target, signal) {
     const res = await post(req, target, signal, true);
-    return guardStream(anthropicEvents(bodyChunks(res.body), req.anthropicBody !== undefined), signal, 'Anthropic');
+    return guardStream(anthropicEvents(res.body, req.anthropicBody !== undefined), signal, 'Anthropic');
   },
 };

@@ -1,6 +1,6 @@
 /** The Gemini API adapter (generateContent / streamGenerateContent, key in the x-goog-api-key header). */
 import type { ChatRequest } from '../../engine/types.js';
-import { bodyChunks, send } from '../http.js';
+import { send } from '../http.js';
 import type { ProviderAdapter, Target } from '../types.js';
 import { guardStream, readJsonBody } from '../shared.js';
 import { toGeminiRequest } from './request.js';
@@ -36,6 +36,6 @@ export const geminiAdapter: ProviderAdapter = {
 
   async chatStream(req, target, signal) {
     const res = await post(req, target, signal, true);
-    return guardStream(geminiEvents(bodyChunks(res.body), target.upstreamModel), signal, 'Gemini');
+    return guardStream(geminiEvents(res.body, target.upstreamModel), signal, 'Gemini');
   },
 };

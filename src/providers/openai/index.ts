@@ -2,7 +2,7 @@
  * The OpenAI-compatible base: one adapter, configured per gateway by data (token-limit field name, parameters to
  * drop, extra headers). openai, openrouter, groq, together, … and `local` are instances of it (registry.ts).
  */
-import { bodyChunks, send, readJson } from '../http.js';
+import { send, readJson, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { STREAM_DONE, UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
@@ -195,8 +195,8 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
   private failure: unknown;
   private reading: Promise<IteratorResult<StreamEvent>> | undefined;
 
-  constructor(body: Parameters<typeof bodyChunks>[0]) {
-    this.chunks = bodyChunks(body)[Symbol.asyncIterator]();
+  constructor(body: UpstreamBody) {
+    this.chunks = body;
   }
 
   [Symbol.asyncIterator](): this {
@@ -283,6 +283,6 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
   }
 }
 
-export function openaiEvents(body: Parameters<typeof bodyChunks>[0]): AsyncIterableIterator<StreamEvent> {
+export function openaiEvents(body: UpstreamBody): AsyncIterableIterator<StreamEvent> {
   return new OpenAIEvents(body);
 }

@@ -1,6 +1,6 @@
 /**
  * The rules every adapter's stream keeps, whatever its wire format, through each adapter's own event function fed
- * as the adapter feeds it (an undici-like body through bodyChunks, guarded as chatStream guards it): the events
+ * as the adapter feeds it (an upstream body fed from a Readable, guarded as chatStream guards it): the events
  * before a failure, then the failure; nothing read after the terminator; an early stop lets go of the body; a body
  * that breaks off mid-way is stream_broken.
  */
@@ -10,10 +10,11 @@ import { UpstreamError, type StreamEvent } from '../../../src/engine/types.js';
 import { anthropicEvents } from '../../../src/providers/anthropic/stream.js';
 import { geminiEvents } from '../../../src/providers/gemini/stream.js';
 import { openaiEvents } from '../../../src/providers/openai/index.js';
-import { bodyChunks } from '../../../src/providers/http.js';
+import { bodyFrom } from '../../support/upstream-body.js';
 import { guardStream } from '../../../src/providers/shared.js';
+import type { UpstreamBody } from '../../../src/providers/http.js';
 
-type Events = (body: Readable) => AsyncIterableIterator<StreamEvent>;
+type Events = (body: UpstreamBody) => AsyncIterableIterator<StreamEvent>;
 
 const sse = (data: unknown, event?: string) => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
 const live = () => new AbortController().signal;
@@ -37,14 +38,14 @@ const wires: Wire[] = [
     close: 'data: [DONE]\n\n', lead: ['start'],
   },
   {
-    name: 'Anthropic', events: (b) => guardStream(anthropicEvents(bodyChunks(b), false), live(), 'Anthropic'),
+    name: 'Anthropic', events: (b) => guardStream(anthropicEvents(b, false), live(), 'Anthropic'),
     open: sse({ type: 'message_start', message: { id: 'msg_1', model: 'claude', usage: { input_tokens: 3, output_tokens: 1 } } }, 'message_start')
       + sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
     text: (t) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } }, 'content_block_delta'),
     close: sse({ type: 'message_stop' }, 'message_stop'), lead: ['start'],
   },
   {
-    name: 'Gemini', events: (b) => guardStream(geminiEvents(bodyChunks(b), 'gemini-test'), live(), 'Gemini'),
+    name: 'Gemini', events: (b) => guardStream(geminiEvents(b, 'gemini-test'), live(), 'Gemini'),
     open: '', text: (t) => sse({ candidates: [{ content: { role: 'model', parts: [{ text: t }] }, index: 0 }] }), lead: ['start'],
   },
 ];
@@ -64,7 +65,7 @@ async function collect(it: AsyncIterableIterator<StreamEvent>) {
 for (const w of wires) {
   describe(`unit: ${w.name} stream events`, () => {
     it('delivers the events before malformed data, then the failure', async () => {
-      const { evs, err } = await collect(w.events(Readable.from([Buffer.from(w.open + w.text('a') + w.text('b') + 'data: {"oops": [\n\n')])));
+      const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a') + w.text('b') + 'data: {"oops": [\n\n')])).body));
       expect(kinds(evs)).to.deep.equal([...w.lead, 'a', 'b']);
       expect(err).to.be.instanceOf(UpstreamError);
       expect((err as UpstreamError).kind).to.be.oneOf(['stream_broken', 'invalid_response']);
@@ -72,36 +73,43 @@ for (const w of wires) {
 
     if (w.close) {
       it('reads nothing after its terminator, and ends with `end`', async () => {
-        const { evs, err } = await collect(w.events(Readable.from([Buffer.from(w.open + w.text('a')), Buffer.from(w.close! + w.text('after'))])));
+        const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a')), Buffer.from(w.close! + w.text('after'))])).body));
         expect(err).to.equal(undefined);
         expect(kinds(evs).filter((k) => k !== 'usage' && k !== 'finish')).to.deep.equal([...w.lead, 'a', 'end']);
       });
 
       it('a body that ends without its terminator is stream_broken', async () => {
-        const { evs, err } = await collect(w.events(Readable.from([Buffer.from(w.open + w.text('a'))])));
+        const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a'))])).body));
         expect(kinds(evs)).to.deep.equal([...w.lead, 'a']);
         expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
       });
     }
 
     it('a consumer that stops early lets go of the body; the iterator is then done', async () => {
-      const body = new Readable({ read() {} });
-      body.push(Buffer.from(w.open + w.text('a')));
+      const source = new Readable({ read() {} });
+      source.push(Buffer.from(w.open + w.text('a')));
+      const { body, flow } = bodyFrom(source);
       const it = w.events(body);
       const got: StreamEvent[] = [];
       while (got.length < w.lead.length + 1) got.push((await it.next()).value as StreamEvent);
       expect(kinds(got)).to.deep.equal([...w.lead, 'a']);
       expect(await it.return!()).to.deep.equal({ value: undefined, done: true });
-      expect(body.destroyed, 'the body is let go').to.equal(true);
       expect(await it.next()).to.deep.equal({ value: undefined, done: true });
+      // let go: what still comes is read off and dropped (the connection can be kept), up to 256 KB, then the call is aborted
+      source.push(Buffer.alloc(200 * 1024));
+      await new Promise((r) => setImmediate(r));
+      expect(flow.aborted, 'read off, not aborted').to.equal(undefined);
+      source.push(Buffer.alloc(100 * 1024));
+      await new Promise((r) => setImmediate(r));
+      expect(flow.aborted, 'aborted past 256 KB').to.be.instanceOf(Error);
     });
 
     it('a body that breaks off mid-way: the events before it, then stream_broken', async () => {
-      const body = new Readable({ read() {} });
-      body.push(Buffer.from(w.open + w.text('a')));
-      const it = w.events(body);
+      const source = new Readable({ read() {} });
+      source.push(Buffer.from(w.open + w.text('a')));
+      const it = w.events(bodyFrom(source).body);
       const pending = collect(it);
-      setTimeout(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 5);
+      setTimeout(() => source.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 5);
       const { evs, err } = await pending;
       expect(kinds(evs)).to.deep.equal([...w.lead, 'a']);
       expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
