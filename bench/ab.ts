@@ -47,10 +47,10 @@ const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
   c64: [{ name: 'req/s', higherIsBetter: true }, { name: 'CPU µs per request' }, { name: 'errors' }],
   c1: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
-  burst: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
-  spread: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
-  together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
-  single: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }],
+  burst: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
+  spread: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
+  together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
+  single: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
 };
 
 interface Build { label: string; file: string; root: string; cleanup?: () => void }
@@ -92,10 +92,10 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
   switch (mode) {
     case 'c64': { const r = await withCpu(gw.pid, () => throughput(gw.url, gw.key, 64, SECONDS), (x) => x.requests); return [r.rps, r.cpuUs, r.errors]; }
     case 'c1': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N), () => N + 50); return [r.p50, r.p99, r.cpuUs]; } // 50 warm-up requests first
-    case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors]; }
-    case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors]; }
-    case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors]; }
-    case 'single': { const r = await streams(undefined, 1, N); return [r.ttfbP50, r.cpuUs, r.errors]; }
+    case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
+    case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
+    case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
+    case 'single': { const r = await streams(undefined, 1, N); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
     default: throw new Error(`unknown mode ${mode}: ${Object.keys(FIGURES).join(', ')}`);
   }
 }
