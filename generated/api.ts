@@ -27,12 +27,10 @@ export interface paths {
          *     **Credits.** Before calling upstream the gateway holds the worst-case cost (prompt estimate plus
          *     `max_completion_tokens`/`max_tokens`, or the model's output limit) from the key's credits; if the balance
          *     cannot cover it the answer is `402`. After the call it settles the real cost from the reported usage; a
-         *     failed request costs nothing. When the hold covers the real cost (unless the usage exceeded the worst
-         *     case) the charge is exactly that cost, and the answer does not wait for the settle to commit: a completion
-         *     is sent, and a stream ends (`[DONE]` and the end of the response together, with the usage chunk if asked),
-         *     as soon as the upstream's answer is complete, and the settle follows at once; a balance read at that very
-         *     moment may still show the hold. A cost above the hold waits for the settle (the balance may not cover the
-         *     excess, and `gateway_usage.cost_usd` is what was charged), as does an answer that saves a session turn.
+         *     failed request costs nothing. A stream ends for the client with the upstream's end (`[DONE]` and the end of
+         *     the response together) and is settled right after, so a balance read at that very moment may still show
+         *     the hold; a stream whose last chunk carries usage (`stream_options.include_usage`, its `gateway_usage` is
+         *     the charge as settled) or that saves a session turn ends after its settle.
          *
          *     **Sessions.** With `session_id`, the last `user` message of the request and the assistant reply (first
          *     choice) are appended to that chat session after the completion finishes (for a stream: after the last
@@ -86,7 +84,7 @@ export interface paths {
          *     cache counts when the upstream is not Anthropic) and `message_stop`. `ping` events
          *     may appear anywhere. An upstream failure after the stream has started is one `error` event
          *     (`AnthropicError`) after which the stream ends. The stream ends with the upstream's end and is settled
-         *     right after, as a chat completion's is.
+         *     right after (as a chat completion stream without a usage chunk).
          *
          *     Errors of this operation use the Anthropic error body (`AnthropicError`), except validation failures,
          *     which are `422` `HTTPValidationError` like everywhere else.

@@ -72,33 +72,30 @@ export const createChatCompletion: Handler = async (ctx) => {
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'chat.completions', pinGateway: ctx.body.provider, signal: abort.signal };
 
   if (!req.stream) {
-    const { result, served, settled } = await engine.complete(req, call);
+    const { result, served } = await engine.complete(req, call);
     await saveTurn(ctx, session, userText, result.choices[0]?.content ?? '', served);
-    return { body: toCompletion(result, served.offer.modelId, gatewayUsage(served)), headers: servedHeaders(served), after: settled };
+    return { body: toCompletion(result, served.offer.modelId, gatewayUsage(served)), headers: servedHeaders(served) };
   }
 
   const stream = await engine.stream(req, call);
   const writer = new OpenAIChunkWriter(`chatcmpl-${crypto.randomUUID()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
   startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
-  // Unless a session turn is to be saved first, `[DONE]` and the end of the response go out with the upstream's
-  // end, in the same write as the last frames, and the settle and records follow: nothing the client reads waits
-  // for the settle. A usage chunk's gateway_usage carries the charge, which is the cost whenever the hold covers it
-  // (engine.stream's atEnd); only a cost above the hold makes that chunk wait for the settle. The handler still
-  // waits for the settle and records (and so does a graceful stop); the charge and the records are the same.
+  // Without a usage chunk (its gateway_usage is the charge as settled) or a session turn to save, nothing the
+  // client reads waits for the settle: `[DONE]` and the end of the response go out with the upstream's end, in
+  // the same write as the last frames, and the settle and records follow. The handler still waits for them (and
+  // so does a graceful stop); the charge and the records are the same, only the stream ends one commit sooner.
+  const endsAtUpstreamEnd = !req.includeUsage && !session;
   let ended = false;
   try {
     for await (const ev of stream.events) {
       if (ev.type === 'text' && ev.index === 0) reply += ev.text;
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
-      if (ev.type === 'end' && !session) {
-        const now = stream.atEnd().served;
-        if (now || !req.includeUsage) {
-          writeFrame(ctx.res, writer.end(now && gatewayUsage(now)));
-          ctx.res.end();
-          ended = true;
-        }
+      if (ev.type === 'end' && endsAtUpstreamEnd) {
+        writeFrame(ctx.res, writer.end(undefined));
+        ctx.res.end();
+        ended = true;
       }
       if (abort.signal.aborted) break;
     }

@@ -14,13 +14,12 @@ export const createMessage: Handler = async (ctx) => {
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'messages', pinGateway: ctx.body.provider, signal: abort.signal };
 
   if (!req.stream) {
-    const { result, served, settled } = await engine.complete(req, call);
+    const { result, served } = await engine.complete(req, call);
     // A native answer is the upstream's own message; only `model` is renamed to the catalog id, as everywhere.
     const message = result.anthropicMessage ? { ...result.anthropicMessage, model: served.offer.modelId } : toAnthropicMessage(result, served.offer.modelId);
     return {
       body: { ...message, gateway_usage: gatewayUsage(served) },
       headers: { 'X-Gateway-Provider': served.offer.gateway, 'X-Gateway-Model': served.offer.upstreamModel },
-      after: settled,
     };
   }
 
@@ -36,7 +35,7 @@ export const createMessage: Handler = async (ctx) => {
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
       if (ev.type === 'end') {
-        writeFrame(ctx.res, writer.end(stream.atEnd().usage));
+        writeFrame(ctx.res, writer.end(stream.usage()));
         ctx.res.end();
         ended = true;
       }

@@ -248,7 +248,6 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         const status = reply.status ?? 200;
         if (config.validateResponses) checkResponse(api, op, status, reply.body, logger);
         sendJson(res, status, reply.body, reply.headers, req);
-        if (reply.after) await reply.after;
       } catch (err) {
         if (config.validateResponses && err instanceof ApiError && !(err instanceof ValidationFailure)) {
           checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(pathOf(req.url))), logger);

@@ -39,11 +39,6 @@ export interface Reply {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
-  /**
-   * Work that follows the answer (a completion's settle and usage record): awaited after the reply is sent, so the
-   * request stays in flight (a graceful stop waits for it). It must not reject.
-   */
-  after?: Promise<unknown>;
 }
 
 export const localsOf = (res: ServerResponse): Locals => (res as GatewayResponse).locals;

@@ -51,8 +51,6 @@ export interface CallContext {
 /** A request's credit hold; `committed` resolves once it is committed and rejects (402) if it was refused. */
 interface Hold {
   id: string;
-  /** The amount held (the worst case): a cost within it is charged exactly, the rest given back. */
-  amount: number;
   committed: Promise<void>;
 }
 
@@ -157,14 +155,14 @@ export class ChatEngine {
     });
     if (!early) {
       await committed;
-      return { hold: { id, amount, committed }, call: ctx };
+      return { hold: { id, committed }, call: ctx };
     }
     const call = new Cancellation();
     const onClientGone = () => call.abort(ctx.signal.reason);
     if (ctx.signal.aborted) onClientGone();
     else ctx.signal.addEventListener('abort', onClientGone, { once: true });
     committed.catch(() => call.abort()); // refused (or the store failed): the call started early stops
-    return { hold: { id, amount, committed }, call: { ...ctx, signal: call.signal } };
+    return { hold: { id, committed }, call: { ...ctx, signal: call.signal } };
   }
 
   /**
@@ -269,15 +267,7 @@ export class ChatEngine {
     }
   }
 
-  /**
-   * A plain completion. `served` carries the charge: when the hold covers the cost (as it does unless the usage
-   * exceeded the worst case) the settle charges exactly the cost and gives back the rest, so the answer does not
-   * wait for its commit; only a cost above the hold waits (the balance may not cover the excess, and the charge
-   * is then what the settle could take). `settled` resolves once the settle and the usage record are done (it
-   * never rejects: a failed settle is logged, and the hold is released at its expiry): the caller keeps the
-   * request in flight until then, as a graceful stop waits for it.
-   */
-  async complete(req: ChatRequest, ctx: CallContext): Promise<{ result: ChatResult; served: Served; settled: Promise<void> }> {
+  async complete(req: ChatRequest, ctx: CallContext): Promise<{ result: ChatResult; served: Served }> {
     const offers = this.candidates(req, ctx.pinGateway);
     const { hold, call } = await this.hold(req, offers, ctx);
     const started = Date.now();
@@ -297,24 +287,17 @@ export class ChatEngine {
       completionTokens: result.choices.reduce((n, c) => n + estimateTextTokens(c.content ?? '') + estimateTextTokens(c.toolCalls?.map((t) => t.arguments).join('') ?? ''), 0),
     };
     const cost = costOf(offer, usage, this.d.config.priceMarkup);
-    const settling = this.d.store.credits.settle(hold.id, cost.totalNano);
-    const charged = cost.totalNano <= hold.amount ? cost.totalNano : await settling;
-    const settled = settling.then(
-      (c) => this.record(ctx, offer, req, 'success', 200, usage, c, latencyMs, null, null),
-      (err) => this.d.logger.error({ requestId: ctx.requestId, holdId: hold.id, err: (err as Error)?.message ?? String(err) }, 'settling an answered request failed'),
-    );
-    return { result: { ...result, usage }, served: { offer, attempts, latencyMs, ttftMs: null, usage, cost: { ...cost, totalNano: charged } }, settled };
+    const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
+    this.record(ctx, offer, req, 'success', 200, usage, charged, latencyMs, null, null);
+    return { result: { ...result, usage }, served: { offer, attempts, latencyMs, ttftMs: null, usage, cost: { ...cost, totalNano: charged } } };
   }
 
   /**
    * Opens a stream. Resolves once a candidate produced its first event (failover happens before that); the
-   * returned events are the upstream's, and `served()` is known once they end (after the settle). Ending the
-   * iteration early (client gone) aborts nothing by itself: the caller aborts `ctx.signal`.
-   * `atEnd()`, once the `end` event has been handed on: the usage the stream is charged for and, when the hold
-   * covers its cost (the charge is then exactly the cost), what was served with that charge, before the settle
-   * commits; `served` is absent when the charge must wait for the settle (a cost above the hold).
+   * returned events are the upstream's, and `served()` is known once they end (after the settle). Ending the iteration early
+   * (client gone) aborts nothing by itself: the caller aborts `ctx.signal`.
    */
-  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined; atEnd: () => { usage: Usage; served?: Served } }> {
+  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined; usage: () => Usage }> {
     const offers = this.candidates(req, ctx.pinGateway);
     const { hold, call } = await this.hold(req, offers, ctx);
     const started = Date.now();
@@ -355,26 +338,22 @@ export class ChatEngine {
     const { offer, attempts, startedAt } = got;
     const ttftMs = Date.now() - started;
     let served: Served | undefined;
-    // What the stream is charged for (the upstream's usage, else an estimate from what was handed on), its cost and
-    // latency: fixed at the first look after the end, so the early answer and the settle and record agree.
-    let fixed: { usage: Usage; cost: ReturnType<typeof costOf>; latencyMs: number } | undefined;
-    const final = () => {
-      if (fixed) return fixed;
-      const usage = events.usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(events.chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
-      return (fixed = { usage, cost: costOf(offer, usage, this.d.config.priceMarkup), latencyMs: Date.now() - started });
-    };
+    // What the stream is charged for: the upstream's usage, else an estimate from what was handed on.
+    const billable = (usage: Usage | null, chars: number): Usage => usage
+      ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
 
     const events = new EngineEvents(got.value.first, () => got.value.watch.next(got.value.it),
       (err) => (err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err),
-      async ({ ended, failed, failure, usage }) => {
+      async ({ ended, failed, failure, usage, chars }) => {
         got.value.watch.stop();
         const latencyMs = Date.now() - started;
         if (ended) {
-          const { usage: u, cost, latencyMs: total } = final();
           await this.observe(offer, true, 'success', Date.now() - startedAt, null);
+          const u = billable(usage, chars);
+          const cost = costOf(offer, u, this.d.config.priceMarkup);
           const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
-          served = { offer, attempts, latencyMs: total, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
-          this.record(ctx, offer, req, 'success', 200, u, charged, total, ttftMs, null);
+          served = { offer, attempts, latencyMs, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
+          this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, ttftMs, null);
         } else {
           // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
           await this.d.store.credits.release(hold.id);
@@ -387,11 +366,8 @@ export class ChatEngine {
             cancelled ? 'client_disconnected' : e.kind);
         }
       });
-    const atEnd = () => {
-      const { usage, cost, latencyMs } = final();
-      return { usage, served: cost.totalNano <= hold.amount ? { offer, attempts, latencyMs, ttftMs, usage, cost } : undefined };
-    };
-    return { offer, events, served: () => served, atEnd };
+    // `usage()`: once the `end` event has been handed on, the usage `served()` will have, known before the settle.
+    return { offer, events, served: () => served, usage: () => billable(events.usage, events.chars) };
   }
 }
 

@@ -77,7 +77,6 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(gu.cost_usd).to.be.closeTo(6e-6, 1e-12);
     expect(response.headers.get('x-gateway-provider')).to.equal('openai');
     expect(response.headers.get('x-gateway-model')).to.equal('sim/echo');
-    await finished(gateway); // the settle follows the answer (spec: Credits)
     expect(await gateway.store.credits.balance(userId)).to.equal(before - 6000);
     // the request the upstream got is a valid OpenAI request, with the gateway's provider key
     const call = sim.calls.at(-1)!;
@@ -114,9 +113,9 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(Number(rows.at(-1)!.cost_nano)).to.equal(42_000);
   });
 
-  it('answers before the settle commits when the hold covers the cost; the charge lands after; a cost above the hold waits', async () => {
-    // The settle is held at a gate: the client's answer must come anyway, and the request stays in flight (a
-    // graceful stop waits for it) until the settle has run.
+  it('a stream ends for the client at the upstream\'s end, before its settle commits; the charge still lands; a usage chunk waits for it', async () => {
+    // The settle is held at a gate: the client's stream must end anyway (no usage chunk, no session), and the
+    // request stays in flight (a graceful stop waits for it) until the settle has run.
     const credits = gateway.store.credits;
     const settle = credits.settle.bind(credits);
     let open!: () => void;
@@ -136,33 +135,19 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
       expect(await gateway.store.credits.balance(userId)).to.equal(before - 42_000);
       expect((await gateway.store.credits.ledger(userId)).at(-1)).to.include({ delta_nano: -42_000, kind: 'charge' });
 
-      // The usage chunk's charge is the cost, which the hold covers: it does not wait either; nor a plain completion.
+      // With include_usage the last chunk carries the charge as settled: the stream waits for the settle.
       gate = new Promise<void>((r) => (open = r));
       const counted = await client().chat.completions.create({ model: 'test/chunks', messages: [{ role: 'user', content: 'count' }], stream: true, stream_options: { include_usage: true } });
       const chunks: any[] = [];
-      for await (const c of counted) chunks.push(c);
-      expect(chunks.at(-1).gateway_usage.cost_usd).to.be.closeTo(42e-6, 1e-12);
-      const plain = await client().chat.completions.create({ model: 'test/echo', messages: [{ role: 'user', content: 'hello' }] });
-      expect((plain as any).gateway_usage.cost_usd).to.be.closeTo(6e-6, 1e-12);
-      expect(gateway.services.inflight.count, 'both settles still to come').to.equal(2);
-      open();
-      await finished(gateway);
-      expect(await gateway.store.credits.balance(userId)).to.equal(before - 42_000 - 42_000 - 6_000);
-
-      // max_tokens 5 holds for 5 completion tokens, and test/chunks writes 20: the cost is above the hold, so the
-      // usage chunk waits for the settle, whose charge it then reports.
-      gate = new Promise<void>((r) => (open = r));
-      const over = await client().chat.completions.create({ model: 'test/chunks', max_tokens: 5, messages: [{ role: 'user', content: 'count' }], stream: true, stream_options: { include_usage: true } });
-      const overChunks: any[] = [];
-      const read = (async () => { for await (const c of over) overChunks.push(c); })();
+      const read = (async () => { for await (const c of counted) chunks.push(c); })();
       const first = await Promise.race([read.then(() => 'ended'), new Promise((r) => setTimeout(() => r('waiting'), 200))]);
       expect(first, 'the usage chunk waits for the settle').to.equal('waiting');
-      expect(overChunks.some((c) => c.usage), 'no usage chunk yet').to.equal(false);
+      expect(chunks.some((c) => c.usage), 'no usage chunk yet').to.equal(false);
       open();
       await read;
-      expect(overChunks.at(-1).gateway_usage.cost_usd).to.be.closeTo(42e-6, 1e-12);
+      expect(chunks.at(-1).gateway_usage.cost_usd).to.be.closeTo(42e-6, 1e-12);
       await finished(gateway);
-      expect(await gateway.store.credits.balance(userId)).to.equal(before - 132_000);
+      expect(await gateway.store.credits.balance(userId)).to.equal(before - 84_000);
     } finally {
       open();
       credits.settle = settle;
@@ -207,7 +192,6 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     const { data } = await client().chat.completions.create({ model: 'test/failover', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
     expect(data.choices[0].message.content).to.equal('Echo: hi');
     expect((data as any).gateway_usage).to.include({ gateway: 'openai', attempts: 2 });
-    await finished(gateway);
     await gateway.services.recorder.flush();
     const groq = await gateway.store.health.get('groq', 'test/failover');
     expect(groq).to.include({ last_status: 'error' });
@@ -249,7 +233,6 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
       const k = await gateway.newKey(1, `early-${stream}`);
       // A served request: the gateway has seen this key's balance (~$1), far over the worst case of the next one.
       await client(k.key).chat.completions.create({ model: 'test/echo', messages: [{ role: 'user', content: 'hello' }] });
-      await finished(gateway);
       expect(gateway.store.credits.likelyCovers(k.userId, 1_000_000)).to.equal(true);
       // Spent where this gateway does not see it (another instance): 1,000 nano-USD left.
       await spendElsewhere(gateway.store, k.userId, (await gateway.store.credits.balance(k.userId)) - 1000);
@@ -354,7 +337,6 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     const ok = results.filter((r) => r.status === 'fulfilled').length;
     const refused = results.filter((r) => r.status === 'rejected' && (r.reason as any).status === 402).length;
     expect(ok + refused).to.equal(100);
-    await finished(gateway);
     await gateway.services.recorder.flush();
     const rows = await gateway.store.usage.forUser(k.userId);
     const spent = rows.reduce((s, r) => s + Number(r.cost_nano), 0);

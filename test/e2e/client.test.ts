@@ -7,7 +7,7 @@
  */
 import { expect } from 'chai';
 import { createGatewayClient, unwrap, GatewayError, type GatewayClient, type Schemas } from 'model-gateway/client';
-import { startE2E, finished, type E2E } from '../support/e2e.js';
+import { startE2E, type E2E } from '../support/e2e.js';
 import { offer } from '../support/catalog.js';
 import { runTs } from '../support/proc.js';
 
@@ -48,7 +48,6 @@ describe('e2e: the typed client (model-gateway/client)', function () {
     expect(completion.choices[0].message.content).to.equal('Echo: Hello there');
     expect(completion.usage).to.include({ prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 });
     expect(completion.gateway_usage).to.include({ gateway: 'openai', cost_usd: 0.000009, attempts: 1 });
-    await finished(e2e.gateway);
     expect(await e2e.gateway.store.credits.balance(userId)).to.equal(1_000_000_000 - 9_000);
 
     const session = unwrap(await gw.GET('/v1/chat/sessions/{session_id}', { params: { path: { session_id: sessionId } } })).data;

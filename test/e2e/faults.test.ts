@@ -12,7 +12,6 @@ import { startSimulator, type Simulator } from '../support/simulator.js';
 import { fixtureCatalog, gw, offer } from '../support/catalog.js';
 import { freePort } from '../support/proc.js';
 import { readSse } from '../../src/stream/sse.js';
-import { finished } from '../support/e2e.js';
 
 describe('e2e: upstream faults survived', function () {
   this.timeout(20_000);
@@ -81,7 +80,6 @@ describe('e2e: upstream faults survived', function () {
     if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       for await (const ev of readSse(res.body as unknown as AsyncIterable<Uint8Array>)) events.push(ev.data);
     } else body = await res.json();
-    await finished(gateway);
     await gateway.services.recorder.flush();
     const rows = await gateway.store.usage.byRequestId(requestId);
     return { res, body, events, rows, requestId };

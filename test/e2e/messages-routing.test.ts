@@ -7,7 +7,7 @@
 import { expect } from 'chai';
 import Anthropic, { type APIError } from '@anthropic-ai/sdk';
 import { offer } from '../support/catalog.js';
-import { startE2E, usageRows, finished, type E2E, postMessages } from '../support/e2e.js';
+import { startE2E, usageRows, type E2E, postMessages } from '../support/e2e.js';
 import { DIALECTS, postgresAvailable } from '../support/db.js';
 
 describe('e2e: /v1/messages routing, failover, money and errors', function () {
@@ -54,7 +54,6 @@ describe('e2e: /v1/messages routing, failover, money and errors', function () {
       expect(text).to.equal('Echo: hi');
       expect(response.headers.get('x-gateway-provider')).to.equal('openai');
       expect(e.sim.calls.map((c) => c.format)).to.deep.equal(['anthropic', 'openai', 'anthropic', 'openai']);
-      await finished(e.gateway);
       await e.gateway.services.recorder.flush();
       expect(await e.gateway.store.health.get('anthropic', 'mix/to-openai')).to.include({ last_status: 'error' });
       expect(await e.gateway.store.health.get('openai', 'mix/to-openai')).to.include({ last_status: 'success' });
@@ -137,7 +136,6 @@ describe('e2e: /v1/messages routing, failover, money and errors', function () {
       expect(err.type).to.equal('invalid_request_error');
       expect(err.error.error.message).to.contain('simulated upstream error 400');
       expect(e.sim.calls).to.have.length(1);
-      await finished(e.gateway);
       await e.gateway.services.recorder.flush();
       expect(await e.gateway.store.health.get('anthropic', 'claude/bad')).to.equal(undefined);
     });
@@ -210,7 +208,6 @@ for (const dialect of DIALECTS) {
       const refused = results.filter((r) => r.status === 'rejected' && (r.reason as APIError).status === 402).length;
       expect(ok + refused).to.equal(30);
       expect(ok).to.be.greaterThan(0);
-      await finished(e.gateway);
       await e.gateway.services.recorder.flush();
       const rows = await e.gateway.store.usage.forUser(k.userId);
       const served = rows.filter((r) => r.status === 'success');

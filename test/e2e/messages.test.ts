@@ -50,11 +50,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
   beforeEach(() => e.sim.reset());
 
   const client = (apiKey = key) => new Anthropic({ apiKey, baseURL: e.origin, maxRetries: 0 });
-  /** The balance once the gateway finished its requests (each settle follows its answer: spec, Credits). */
-  const balance = async () => {
-    await finished(e.gateway);
-    return e.gateway.store.credits.balance(userId);
-  };
+  const balance = () => e.gateway.store.credits.balance(userId);
   const lastRow = async () => (await usageRows(e.gateway, userId)).at(-1)!;
   const post = (body: unknown, headers: Record<string, string>, origin = e.origin) => postMessages(origin, body, headers);
 
@@ -100,6 +96,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
       expect(delta.delta).to.deep.equal({ stop_reason: 'end_turn', stop_sequence: null });
       // "count" = 2 prompt tokens, 5 words
       expect(delta.usage).to.include({ input_tokens: 2, output_tokens: 5 });
+      await finished(e.gateway); // the stream ended for the client before its settle (spec: createMessage)
       expect(await balance()).to.equal(before - 12_000);
       expect(await lastRow()).to.include({ endpoint: 'messages', status: 'success', prompt_tokens: 2, completion_tokens: 5 });
       expect(e.sim.calls.at(-1)!.body.stream_options).to.deep.equal({ include_usage: true });
@@ -119,7 +116,7 @@ describe('e2e: /v1/messages with the Anthropic SDK', function () {
         expect(events.at(-1).type).to.equal('message_stop');
         expect(events.at(-2).usage).to.include({ input_tokens: 2, output_tokens: 5 });
         expect(e.gateway.services.inflight.count, 'the settle is still to come').to.equal(1);
-        expect(await credits.balance(userId), 'the hold, not yet the charge').to.be.below(before - 12_000);
+        expect(await balance(), 'the hold, not yet the charge').to.be.below(before - 12_000);
         open();
         await finished(e.gateway);
         expect(await balance()).to.equal(before - 12_000);

@@ -8,7 +8,7 @@
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { offer } from '../support/catalog.js';
-import { startE2E, usageRows, finished, SIM_KEY, type E2E } from '../support/e2e.js';
+import { startE2E, usageRows, SIM_KEY, type E2E } from '../support/e2e.js';
 import { Breakers } from '../../src/engine/breaker.js';
 
 const tools = [{ type: 'function' as const, function: { name: 'get_weather', description: 'Current weather', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } } }];
@@ -63,7 +63,6 @@ describe('e2e: Anthropic- and Gemini-native upstreams behind the OpenAI API', fu
         expect(data.usage).to.include({ prompt_tokens: 6, completion_tokens: 2, total_tokens: 8 });
         expect((data as any).gateway_usage.cost_usd).to.be.closeTo(10e-6, 1e-12);
         expect(response.headers.get('x-gateway-provider')).to.equal(format === 'anthropic' ? 'anthropic' : 'google');
-        await finished(e.gateway);
         expect(await e.gateway.store.credits.balance(userId)).to.equal(before - 10_000);
         expect(await lastRow()).to.include({ status: 'success', model, prompt_tokens: 6, completion_tokens: 2, cost_nano: 10_000 });
 
@@ -146,7 +145,6 @@ describe('e2e: Anthropic- and Gemini-native upstreams behind the OpenAI API', fu
     expect(response.headers.get('x-gateway-provider')).to.equal('google');
     expect(last.gateway_usage).to.include({ gateway: 'google', attempts: 2 });
     expect(e.sim.calls.map((c) => [c.format, c.model])).to.deep.equal([['anthropic', 'sim/error-500'], ['gemini', 'sim/echo']]);
-    await finished(e.gateway);
     await e.gateway.services.recorder.flush();
     expect(await e.gateway.store.health.get('anthropic', 'mix/failover')).to.include({ last_status: 'error' });
     expect(await lastRow()).to.include({ status: 'success', gateway: 'google', model: 'mix/failover' });

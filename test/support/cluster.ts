@@ -40,18 +40,6 @@ export async function seedKey(db: DatabaseConfig, usd: number): Promise<{ store:
   return { store, key, userId: record.user_id, keyId: record.id };
 }
 
-/**
- * Waits (at most `timeoutMs`) until the user holds nothing: a gateway process settles an answered request right
- * after the answer (spec: Credits), so a test in another process looks at balances once the holds are gone.
- */
-export async function holdsSettled(store: Store, userId: number, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while ((await store.credits.openHoldCount(userId)) > 0) {
-    if (Date.now() > until) throw new Error(`user ${userId} still holds credits after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** Every user's ledger sum equals their balance plus their open holds (and no balance is negative). */
 export async function ledgerMatchesBalances(store: Store): Promise<{ users: number; mismatched: number[]; negative: number[] }> {
   const rows = await store.db.selectFrom('credit_balances').select(['user_id', 'balance_nano']).execute();
