@@ -27,10 +27,7 @@ export interface paths {
          *     **Credits.** Before calling upstream the gateway holds the worst-case cost (prompt estimate plus
          *     `max_completion_tokens`/`max_tokens`, or the model's output limit) from the key's credits; if the balance
          *     cannot cover it the answer is `402`. After the call it settles the real cost from the reported usage; a
-         *     failed request costs nothing. A stream ends for the client with the upstream's end (`[DONE]` and the end of
-         *     the response together) and is settled right after, so a balance read at that very moment may still show
-         *     the hold; a stream whose last chunk carries usage (`stream_options.include_usage`, its `gateway_usage` is
-         *     the charge as settled) or that saves a session turn ends after its settle.
+         *     failed request costs nothing.
          *
          *     **Sessions.** With `session_id`, the last `user` message of the request and the assistant reply (first
          *     choice) are appended to that chat session after the completion finishes (for a stream: after the last
@@ -83,8 +80,7 @@ export interface paths {
          *     (the `stop_reason`, `stop_sequence` and the final `usage`: `output_tokens`, and `input_tokens` with the
          *     cache counts when the upstream is not Anthropic) and `message_stop`. `ping` events
          *     may appear anywhere. An upstream failure after the stream has started is one `error` event
-         *     (`AnthropicError`) after which the stream ends. The stream ends with the upstream's end and is settled
-         *     right after (as a chat completion stream without a usage chunk).
+         *     (`AnthropicError`) after which the stream ends.
          *
          *     Errors of this operation use the Anthropic error body (`AnthropicError`), except validation failures,
          *     which are `422` `HTTPValidationError` like everywhere else.

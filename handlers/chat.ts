@@ -81,34 +81,20 @@ export const createChatCompletion: Handler = async (ctx) => {
   const writer = new OpenAIChunkWriter(`chatcmpl-${crypto.randomUUID()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
   startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
-  // Without a usage chunk (its gateway_usage is the charge as settled) or a session turn to save, nothing the
-  // client reads waits for the settle: `[DONE]` and the end of the response go out with the upstream's end, in
-  // the same write as the last frames, and the settle and records follow. The handler still waits for them (and
-  // so does a graceful stop); the charge and the records are the same, only the stream ends one commit sooner.
-  const endsAtUpstreamEnd = !req.includeUsage && !session;
-  let ended = false;
   try {
     for await (const ev of stream.events) {
       if (ev.type === 'text' && ev.index === 0) reply += ev.text;
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
-      if (ev.type === 'end' && endsAtUpstreamEnd) {
-        writeFrame(ctx.res, writer.end(undefined));
-        ctx.res.end();
-        ended = true;
-      }
       if (abort.signal.aborted) break;
     }
     const served = stream.served();
-    if (served && !ended) {
+    if (served) {
       await writeFrame(ctx.res, writer.end(gatewayUsage(served)));
       await saveTurn(ctx, session, userText, reply, served);
     }
   } catch (err) {
-    if (ended) {
-      // The client has its whole answer; what failed is the settle or the records after it.
-      ctx.log.error({ requestId: ctx.requestId, err: (err as Error).message }, 'settling a finished stream failed');
-    } else if (!abort.signal.aborted) {
+    if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
       ctx.log.warn({ requestId: ctx.requestId, err: (err as Error).message }, 'stream failed after the first byte');
       await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code, ctx.requestId));

@@ -3,7 +3,7 @@ import type { Handler } from '../src/app.js';
 import { ApiError, anthropicErrorType } from '../src/errors.js';
 import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
 import { gatewayUsage, clientError } from '../src/engine/chat.js';
-import { UpstreamError } from '../src/engine/types.js';
+import { UpstreamError, emptyUsage } from '../src/engine/types.js';
 import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
 
 export const createMessage: Handler = async (ctx) => {
@@ -26,26 +26,16 @@ export const createMessage: Handler = async (ctx) => {
   const stream = await engine.stream(req, call);
   const writer = new AnthropicEventWriter(stream.offer.modelId);
   startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
-  // The stream ends for the client with the upstream's end (message_delta's usage is the events' own, known then),
-  // in the same write as the last frames; the settle and records follow, and the handler waits for them (as a
-  // graceful stop does). No usage here waits for the settle (handlers/chat.ts waits when a usage chunk is asked).
-  let ended = false;
   try {
     for await (const ev of stream.events) {
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
-      if (ev.type === 'end') {
-        writeFrame(ctx.res, writer.end(stream.usage()));
-        ctx.res.end();
-        ended = true;
-      }
       if (abort.signal.aborted) break;
     }
+    const served = stream.served();
+    if (served) await writeFrame(ctx.res, writer.end(served.usage ?? emptyUsage()));
   } catch (err) {
-    if (ended) {
-      // The client has its whole answer; what failed is the settle or the records after it.
-      ctx.log.error({ requestId: ctx.requestId, err: (err as Error).message }, 'settling a finished stream failed');
-    } else if (!abort.signal.aborted) {
+    if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
       await writeFrame(ctx.res, AnthropicEventWriter.error(anthropicErrorType(e.status), `The upstream stream failed: ${e.message}`));
     }

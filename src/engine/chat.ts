@@ -294,10 +294,10 @@ export class ChatEngine {
 
   /**
    * Opens a stream. Resolves once a candidate produced its first event (failover happens before that); the
-   * returned events are the upstream's, and `served()` is known once they end (after the settle). Ending the iteration early
+   * returned events are the upstream's, and `served()` is known once they end. Ending the iteration early
    * (client gone) aborts nothing by itself: the caller aborts `ctx.signal`.
    */
-  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined; usage: () => Usage }> {
+  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined }> {
     const offers = this.candidates(req, ctx.pinGateway);
     const { hold, call } = await this.hold(req, offers, ctx);
     const started = Date.now();
@@ -338,9 +338,6 @@ export class ChatEngine {
     const { offer, attempts, startedAt } = got;
     const ttftMs = Date.now() - started;
     let served: Served | undefined;
-    // What the stream is charged for: the upstream's usage, else an estimate from what was handed on.
-    const billable = (usage: Usage | null, chars: number): Usage => usage
-      ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
 
     const events = new EngineEvents(got.value.first, () => got.value.watch.next(got.value.it),
       (err) => (err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err),
@@ -349,7 +346,7 @@ export class ChatEngine {
         const latencyMs = Date.now() - started;
         if (ended) {
           await this.observe(offer, true, 'success', Date.now() - startedAt, null);
-          const u = billable(usage, chars);
+          const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
           const cost = costOf(offer, u, this.d.config.priceMarkup);
           const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
           served = { offer, attempts, latencyMs, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
@@ -366,8 +363,7 @@ export class ChatEngine {
             cancelled ? 'client_disconnected' : e.kind);
         }
       });
-    // `usage()`: once the `end` event has been handed on, the usage `served()` will have, known before the settle.
-    return { offer, events, served: () => served, usage: () => billable(events.usage, events.chars) };
+    return { offer, events, served: () => served };
   }
 }
 
@@ -401,10 +397,8 @@ const done = () => STREAM_DONE;
  * microtask steps per event, this one step.
  */
 export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
-  /** The last `usage` event handed on, if any. */
-  usage: Usage | null = null;
-  /** Characters of text, thinking and tool-call arguments handed on. */
-  chars = 0;
+  private usage: Usage | null = null;
+  private chars = 0;
   private ended = false;
   private first: IteratorResult<StreamEvent> | undefined;
   /** Set once `close` was started: the outcome of the end. */
