@@ -177,7 +177,7 @@ export class CreditRepo {
       const charged = held - delta;
       if (charged !== 0) batch.statement(INSERT_LEDGER).run(userId, -charged, 'charge', holdId, at);
       return charged;
-    }, true);
+    });
   }
 
   release(holdId: string): Promise<number> {

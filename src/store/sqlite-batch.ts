@@ -95,17 +95,8 @@ export class SqliteWriteBatch {
   /**
    * Runs `fn` (synchronous statements only) in the next batch's transaction; resolves once that commits. If the
    * batch fails, the others are run again on their own: `fn` must do nothing outside the database.
-   *
-   * `now` is for a write its caller answers right after (a settle: the answer waits for its commit, and no
-   * upstream request of the same turn is to leave first, as one does after a hold). When the batch is idle
-   * (nothing queued or scheduled, no transaction of Kysely's open) such a write commits at once, in this turn,
-   * instead of two check phases on; otherwise it joins the next batch as any write does. At concurrency 1 that is
-   * every settle: the answer, or a stream's `[DONE]`, no longer waits two turns of the event loop for it.
    */
-  run<T>(fn: () => T, now = false): Promise<T> {
-    if (now && !this.scheduled && !this.queue.length && !this.raw.inTransaction) {
-      return new Promise<T>((resolve, reject) => this.commit([{ run: fn, resolve, reject }]));
-    }
+  run<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ run: fn, resolve, reject });
       if (!this.scheduled) {

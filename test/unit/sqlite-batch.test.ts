@@ -85,28 +85,6 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(names()).to.deep.equal(['hold']);
   });
 
-  it('a write to answer at once (`now`, a settle) commits in the same turn when the batch is idle; else it joins the batch in order', async () => {
-    const settled = batch.run(() => { insert('settle'); return 'charged'; }, true);
-    // committed before run() returned: no turn of the event loop in between
-    expect(names()).to.deep.equal(['settle']);
-    expect(raw.inTransaction).to.equal(false);
-    expect(await settled).to.equal('charged');
-
-    // with a write queued (a hold made this turn), it waits for the batch, after that write, in one transaction
-    const seen: string[][] = [];
-    const hold = batch.run(() => { insert('hold'); return 'held'; });
-    const after = batch.run(() => { insert('settle 2'); seen.push(names()); return 'charged 2'; }, true);
-    expect(names()).to.deep.equal(['settle']);
-    expect(await Promise.all([hold, after])).to.deep.equal(['held', 'charged 2']);
-    expect(seen).to.deep.equal([['settle']]); // the hold was not committed on its own before the settle ran
-    expect(names()).to.deep.equal(['settle', 'hold', 'settle 2']);
-
-    // a failing one rejects alone and leaves nothing behind
-    const bad = batch.run(() => { insert('half'); throw new Error('boom'); }, true);
-    expect(await bad.then(() => null, (e) => (e as Error).message)).to.equal('boom');
-    expect(names()).to.deep.equal(['settle', 'hold', 'settle 2']);
-  });
-
   it('each write is committed when its promise resolves; writes of a later tick are a new transaction', async () => {
     await batch.run(() => insert('first'));
     expect(names()).to.deep.equal(['first']);
