@@ -281,7 +281,11 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
       }
       if (this.failure !== undefined && this.discarding < 0) throw this.failure;
       if (this.over || this.discarding >= 0) return { value: undefined, done: true };
-      await new Promise<void>((resolve) => { this.wake = resolve; });
+      await new Promise<void>((resolve) => {
+        // Readers take one chunk at a time, but a second `next()` made while one waits must not orphan the first.
+        const waiting = this.wake;
+        this.wake = waiting ? () => { waiting(); resolve(); } : resolve;
+      });
     }
   }
 

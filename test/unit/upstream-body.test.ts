@@ -60,11 +60,15 @@ describe('unit: UpstreamBody', () => {
     expect(err).to.equal(why);
   });
 
-  it('wakes a reader waiting for the next chunk', async () => {
+  it('wakes a reader waiting for the next chunk; two waiting calls get the next two chunks in order', async () => {
     const { body } = fed();
     const pending = body.next();
     setTimeout(() => body.push(Buffer.from('late')), 5);
     expect(String((await pending).value)).to.equal('late');
+    const a = body.next();
+    const b = body.next();
+    setTimeout(() => { body.push(Buffer.from('one')); body.push(Buffer.from('two')); }, 5);
+    expect([String((await a).value), String((await b).value)]).to.deep.equal(['one', 'two']);
   });
 
   it('dump() drops what is queued and what follows, resolves at the end; past its limit it aborts the call', async () => {
