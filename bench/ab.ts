@@ -19,7 +19,9 @@
  * bench/results/ab.json. A difference that the head wins in most rounds is a change; one inside the spread of the
  * rounds is not (two processes of one build differed by ~10 % per burst stream in session 11). Flags: --head-flags
  * '<node flags>' (given to the head's gateway only, after npm start's: a V8 flag tried on one build), --n (streams
- * or c=1 requests per round, default 600), --seconds (c64, default 8), --postgres (each gateway on a fresh
+ * or c=1 requests per round, default 600), --seconds (c64, default 8), --warmup (seconds of c=16 load on each fresh
+ * gateway before its first mode, default 2; the gateway's throughput climbs for ~10 s as V8 compiles it, so a
+ * change to how code is compiled can show in the first modes and not later), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
  */
@@ -38,6 +40,8 @@ const ROUNDS = Number(arg('--rounds') ?? 6);
 const MODES = (arg('--modes') ?? 'c64,c1,burst').split(',');
 const N = Number(arg('--n') ?? 600);
 const SECONDS = Number(arg('--seconds') ?? 8);
+/** Seconds of c=16 load on each fresh gateway before its first mode (V8 is still compiling it for ~10 s). */
+const WARMUP = Number(arg('--warmup') ?? 2);
 const POSTGRES = process.argv.includes('--postgres');
 /** Node flags for the head build's gateway only, after npm start's (e.g. a V8 flag tried without a code change). */
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
@@ -126,7 +130,7 @@ async function main() {
           env.DATABASE_URL = u.toString();
         }
         const gw = await benchGateway(builds[b].label, env, sim.match[1], b === 1 ? HEAD_FLAGS : [], builds[b].file, builds[b].root);
-        await throughput(gw.url, gw.key, 16, 2); // warm-up
+        await throughput(gw.url, gw.key, 16, WARMUP);
         for (let m = 0; m < MODES.length; m++) {
           const figures = await measure(MODES[m], gw);
           results[b][m].push(figures);
