@@ -8,7 +8,6 @@ import { UpstreamBody } from '../../src/providers/http.js';
 
 export interface TestFlow {
   aborted: Error | undefined;
-  pauses: number;
   pause(): void;
   resume(): void;
   abort(reason: Error): void;
@@ -17,8 +16,7 @@ export interface TestFlow {
 export function bodyFrom(source: Readable): { body: UpstreamBody; flow: TestFlow } {
   const flow: TestFlow = {
     aborted: undefined,
-    pauses: 0,
-    pause() { flow.pauses++; source.pause(); },
+    pause() { source.pause(); },
     resume() { source.resume(); },
     abort(reason) {
       flow.aborted ??= reason;
