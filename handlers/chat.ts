@@ -6,7 +6,7 @@ import { parseChatRequest } from '../src/wire/openai-chat.js';
 import { toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
 import { gatewayUsage, clientError, type Served } from '../src/engine/chat.js';
 import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
-import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
+import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 import type { ChatSession } from '../src/store/sessions.js';
 
 const servedHeaders = (s: { offer: { gateway: string; upstreamModel: string } }) => ({
@@ -100,6 +100,6 @@ export const createChatCompletion: Handler = async (ctx) => {
       await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code, ctx.requestId));
     }
   } finally {
-    ctx.res.end();
+    endSse(ctx.res);
   }
 };

@@ -4,7 +4,7 @@ import { ApiError, anthropicErrorType } from '../src/errors.js';
 import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
 import { gatewayUsage, clientError } from '../src/engine/chat.js';
 import { UpstreamError, emptyUsage } from '../src/engine/types.js';
-import { clientGone, startSse, writeFrame } from '../src/engine/respond.js';
+import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 
 export const createMessage: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
@@ -40,6 +40,6 @@ export const createMessage: Handler = async (ctx) => {
       await writeFrame(ctx.res, AnthropicEventWriter.error(anthropicErrorType(e.status), `The upstream stream failed: ${e.message}`));
     }
   } finally {
-    ctx.res.end();
+    endSse(ctx.res);
   }
 };

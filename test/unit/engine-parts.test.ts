@@ -296,6 +296,61 @@ describe('unit: SSE frames to a slow reader', () => {
   });
 });
 
+describe('unit: SSE frames of one tick leave together, frames of a later tick at once', () => {
+  it('the head and a tick\'s frames are one chunk of the body; a frame made later is its own chunk, sent before the end', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const frame = (i: number) => `data: {"n":${i},"pad":"${'x'.repeat(100)}"}\n\n`;
+    let endCalledAt = 0;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      startSse(res, { 'X-Test': '1' });
+      for (let i = 0; i < 24; i++) writeFrame(res, frame(i));
+      setTimeout(() => {
+        writeFrame(res, frame(24));
+        // over JOIN_LIMIT in one tick: written in parts as the limit is reached, nothing lost or reordered
+        for (let i = 25; i < 25 + 200; i++) writeFrame(res, frame(i));
+        setTimeout(() => { endCalledAt = Date.now(); endSse(res); }, 80);
+      }, 80);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      let raw = '';
+      let lateAt = 0;
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => {
+          raw += d.toString('latin1');
+          if (!lateAt && raw.includes('"n":24,')) lateAt = Date.now();
+          if (raw.endsWith('\r\n0\r\n\r\n')) resolve();
+        });
+        client.on('error', reject);
+      });
+      client.destroy();
+      const [head, body] = [raw.slice(0, raw.indexOf('\r\n\r\n')), raw.slice(raw.indexOf('\r\n\r\n') + 4)];
+      expect(head).to.match(/^HTTP\/1\.1 200 OK/).and.match(/transfer-encoding: chunked/i).and.match(/x-test: 1/i);
+      // the chunked body, chunk by chunk
+      const chunks: string[] = [];
+      for (let at = 0; ;) {
+        const eol = body.indexOf('\r\n', at);
+        const size = parseInt(body.slice(at, eol), 16);
+        if (size === 0) break;
+        chunks.push(body.slice(eol + 2, eol + 2 + size));
+        at = eol + 2 + size + 2;
+      }
+      expect(chunks[0], 'the first tick: 24 frames in one chunk').to.equal(Array.from({ length: 24 }, (_, i) => frame(i)).join(''));
+      expect(chunks.slice(1).join(''), 'every later frame, in order').to.equal(Array.from({ length: 201 }, (_, i) => frame(24 + i)).join(''));
+      expect(chunks.length, 'the second tick (~27 KB) in parts of at most ~16 KB').to.be.within(3, 4);
+      for (const c of chunks) expect(c.length).to.be.lessThan(16 * 1024 + frame(0).length);
+      expect(endCalledAt - lateAt, 'the later tick\'s frames left at its end, not with the end of the stream').to.be.greaterThan(40);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe('unit: the engine\'s stream events (settle or release exactly once, at the end)', () => {
   type End = StreamEnd;
   type Make = (first: IteratorResult<StreamEvent>, step: () => Promise<IteratorResult<StreamEvent>>, mapError: (e: unknown) => unknown,
