@@ -38,7 +38,7 @@ function holdForTick(res: SseResponse): void {
   process.nextTick(endOfTick, res);
 }
 
-/** Writes the frames held and uncorks. Runs at the end of the tick, or at once from `endSse` (then a no-op after). */
+/** Writes the frames held and uncorks, at the end of the tick (a no-op after `endSse`, which does both itself). */
 function endOfTick(res: SseResponse): void {
   const frames = res[FRAMES];
   if (frames === undefined) return;
@@ -74,10 +74,15 @@ export function writeFrame(res: ServerResponse, frame: string): Promise<void> | 
   });
 }
 
-/** Ends a stream begun with `startSse`: this tick's frames first. */
+/** Ends a stream begun with `startSse`: this tick's frames and the end of the body in one write. */
 export function endSse(res: ServerResponse): void {
-  endOfTick(res);
-  res.end();
+  const r = res as SseResponse;
+  const frames = r[FRAMES];
+  // The tick's scheduled endOfTick then finds nothing to do.
+  r[FRAMES] = undefined;
+  if (frames && !res.writableEnded && !res.destroyed) res.end(frames);
+  else res.end();
+  if (frames !== undefined) res.uncork();
 }
 
 /**
