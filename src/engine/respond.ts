@@ -6,7 +6,7 @@
  * for a later event: the socket is corked until then, and the tick's frames are joined into one string written
  * once. (Each `res.write` of a chunked response is four writes to the socket's buffer, the chunk's size line, the
  * frame and two line ends, each one entry of the `writev` that leaves at the uncork: 24 frames were ~100 entries.)
- * A stream is ended with `endSse`, which writes what the tick joined first.
+ * A stream is ended with `endSse`: the tick's last frames and the end of the body leave in one write.
  */
 import type { ServerResponse } from 'node:http';
 import { Cancellation } from '../cancel.js';
