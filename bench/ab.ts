@@ -20,8 +20,10 @@
  * rounds is not (two processes of one build differed by ~10 % per burst stream in session 11). Flags: --head-flags
  * '<node flags>' (given to the head's gateway only, after npm start's: a V8 flag tried on one build), --n (streams
  * or c=1 requests per round, default 600), --seconds (c64, default 8), --warmup (seconds of c=16 load on each fresh
- * gateway before its first mode, default 2; the gateway's throughput climbs for ~10 s as V8 compiles it, so a
- * change to how code is compiled can show in the first modes and not later), --postgres (each gateway on a fresh
+ * gateway before its first mode, default 12 since session 19, 2 before: the gateway's throughput climbs for ~10 s as
+ * V8 compiles it, so a change to how code is compiled can show in the first modes and not later; session 19's frames
+ * change came out even with 8 s and 8 rounds and 856 -> 752 us per burst stream with 12 s and 10 rounds, on another
+ * stretch of the day, so the warm-up is one difference of two), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
  */
@@ -41,7 +43,7 @@ const MODES = (arg('--modes') ?? 'c64,c1,burst').split(',');
 const N = Number(arg('--n') ?? 600);
 const SECONDS = Number(arg('--seconds') ?? 8);
 /** Seconds of c=16 load on each fresh gateway before its first mode (V8 is still compiling it for ~10 s). */
-const WARMUP = Number(arg('--warmup') ?? 2);
+const WARMUP = Number(arg('--warmup') ?? 12);
 const POSTGRES = process.argv.includes('--postgres');
 /** Node flags for the head build's gateway only, after npm start's (e.g. a V8 flag tried without a code change). */
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
