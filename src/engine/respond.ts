@@ -6,7 +6,8 @@
  * for a later event: the socket is corked until then, and the tick's frames are joined into one string written
  * once. (Each `res.write` of a chunked response is four writes to the socket's buffer, the chunk's size line, the
  * frame and two line ends, each one entry of the `writev` that leaves at the uncork: 24 frames were ~100 entries.)
- * A stream is ended with `endSse`: the tick's last frames and the end of the body leave in one write.
+ * A stream is ended with `endSse`, never `res.end()`: the tick's last frames and the end of the body leave in one
+ * write (after a plain `res.end()` the frames still held for the tick would be dropped).
  */
 import type { ServerResponse } from 'node:http';
 import { Cancellation } from '../cancel.js';

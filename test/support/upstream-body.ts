@@ -3,7 +3,7 @@
  * wire: its chunks, its end, its error, or a close before its end (a connection reset). `flow` is what the body
  * asks of the call: pause, resume, and `aborted`, the reason it aborted the call with (if it did).
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { UpstreamBody } from '../../src/providers/http.js';
 
 export interface TestFlow {
@@ -32,4 +32,9 @@ export function bodyFrom(source: Readable): { body: UpstreamBody; flow: TestFlow
     if (!source.readableEnded) body.fail(Object.assign(new Error('upstream body closed before its end'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
   });
   return { body, flow };
+}
+
+/** A body whose chunks are `chunks` (one network read each), then its end. */
+export function bodyOf(...chunks: string[]): UpstreamBody {
+  return bodyFrom(Readable.from(chunks.map((c) => Buffer.from(c)))).body;
 }

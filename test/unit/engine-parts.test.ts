@@ -9,7 +9,7 @@ import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
 import { EngineEvents, type StreamEnd } from '../../src/engine/chat.js';
 import type { Offer } from '../../src/catalog/types.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
-import { bodyFrom } from '../support/upstream-body.js';
+import { bodyFrom, bodyOf } from '../support/upstream-body.js';
 
 const offer = (p: Partial<Offer['pricing']> = {}): Offer => ({
   gateway: 'g', upstreamModel: 'm', modelId: 'dev/m', developer: 'dev', name: 'M',
@@ -101,9 +101,8 @@ describe('unit: OpenAI wire mapping', () => {
     // as an upstream body: SSE bytes in network chunks that cut events anywhere, with a keep-alive comment
     const sse = [...lines.map((l) => `data: ${JSON.stringify(l)}\n\n`), ': keep-alive\n\n', 'data: [DONE]\n\n'].join('');
     const cuts = [0, 7, 60, 61, 200, sse.length];
-    const body = Readable.from(cuts.slice(1).map((c, i) => Buffer.from(sse.slice(cuts[i], c))));
     const evs: StreamEvent[] = [];
-    for await (const e of openaiEvents(bodyFrom(body).body)) evs.push(e);
+    for await (const e of openaiEvents(bodyOf(...cuts.slice(1).map((c, i) => sse.slice(cuts[i], c))))) evs.push(e);
     expect(evs.map((e) => e.type)).to.deep.equal(['start', 'tool_call_start', 'tool_call_delta', 'text', 'finish', 'usage', 'end']);
     expect(evs[5]).to.deep.include({ usage: { promptTokens: 5, completionTokens: 2, cachedTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 } });
   });
@@ -189,8 +188,7 @@ describe('unit: OpenAI wire mapping', () => {
     const cut = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'a' } }] })}\n\n`;
     const bad = 'data: {"choices": [\n\n';
     for (const text of [cut, bad]) {
-      const body = Readable.from([Buffer.from(text)]);
-      const err = await (async () => { try { for await (const _ of openaiEvents(bodyFrom(body).body)) { /* drain */ } } catch (e) { return e; } })();
+      const err = await (async () => { try { for await (const _ of openaiEvents(bodyOf(text))) { /* drain */ } } catch (e) { return e; } })();
       expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
     }
   });
@@ -200,7 +198,7 @@ describe('unit: OpenAI wire mapping', () => {
     const collect = async (chunks: string[]) => {
       const evs: StreamEvent[] = [];
       try {
-        for await (const e of openaiEvents(bodyFrom(Readable.from(chunks.map((c) => Buffer.from(c)))).body)) evs.push(e);
+        for await (const e of openaiEvents(bodyOf(...chunks))) evs.push(e);
         return { evs, err: undefined };
       } catch (err) {
         return { evs, err };

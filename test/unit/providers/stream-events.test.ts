@@ -10,7 +10,7 @@ import { UpstreamError, type StreamEvent } from '../../../src/engine/types.js';
 import { anthropicEvents } from '../../../src/providers/anthropic/stream.js';
 import { geminiEvents } from '../../../src/providers/gemini/stream.js';
 import { openaiEvents } from '../../../src/providers/openai/index.js';
-import { bodyFrom } from '../../support/upstream-body.js';
+import { bodyFrom, bodyOf } from '../../support/upstream-body.js';
 import { guardStream } from '../../../src/providers/shared.js';
 import type { UpstreamBody } from '../../../src/providers/http.js';
 
@@ -65,7 +65,7 @@ async function collect(it: AsyncIterableIterator<StreamEvent>) {
 for (const w of wires) {
   describe(`unit: ${w.name} stream events`, () => {
     it('delivers the events before malformed data, then the failure', async () => {
-      const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a') + w.text('b') + 'data: {"oops": [\n\n')])).body));
+      const { evs, err } = await collect(w.events(bodyOf(w.open + w.text('a') + w.text('b') + 'data: {"oops": [\n\n')));
       expect(kinds(evs)).to.deep.equal([...w.lead, 'a', 'b']);
       expect(err).to.be.instanceOf(UpstreamError);
       expect((err as UpstreamError).kind).to.be.oneOf(['stream_broken', 'invalid_response']);
@@ -73,13 +73,13 @@ for (const w of wires) {
 
     if (w.close) {
       it('reads nothing after its terminator, and ends with `end`', async () => {
-        const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a')), Buffer.from(w.close! + w.text('after'))])).body));
+        const { evs, err } = await collect(w.events(bodyOf(w.open + w.text('a'), w.close! + w.text('after'))));
         expect(err).to.equal(undefined);
         expect(kinds(evs).filter((k) => k !== 'usage' && k !== 'finish')).to.deep.equal([...w.lead, 'a', 'end']);
       });
 
       it('a body that ends without its terminator is stream_broken', async () => {
-        const { evs, err } = await collect(w.events(bodyFrom(Readable.from([Buffer.from(w.open + w.text('a'))])).body));
+        const { evs, err } = await collect(w.events(bodyOf(w.open + w.text('a'))));
         expect(kinds(evs)).to.deep.equal([...w.lead, 'a']);
         expect(err).to.be.instanceOf(UpstreamError).with.property('kind', 'stream_broken');
       });
