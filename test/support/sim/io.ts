@@ -129,9 +129,16 @@ function write(res: ServerResponse, piece: string | Buffer): Promise<void> {
   });
 }
 
+/**
+ * One framed piece of a stream, or what frames it when its turn comes: a real server serialises each event as it
+ * sends it, so a stream's first byte does not wait for the serialisation of the pieces after it (docs/PERFORMANCE.md,
+ * session 20: building all 23 OpenAI chunks first, with `include_usage`, put ~45 µs before the first byte).
+ */
+export type Piece = string | (() => string);
+
 /** A stream's framed pieces: where its text pieces begin (for paced streams), and where a break cuts it. */
 export interface StreamPieces {
-  pieces: string[];
+  pieces: Piece[];
   /** The index of the first text piece; the `n` pieces from there are the text (`sim/chunks-N-every-Mms`). */
   textStart: number;
   breakAfter?: number;
@@ -160,9 +167,11 @@ export async function pump(
     // message_start, content_block_start and ping, go at once; so does a first piece that is already text); the
     // closing pieces (finish, usage, terminator) follow the last text at once, as a model's stream ends
     if (b.kind === 'chunks' && b.everyMs && i > 0 && i >= textStart && i < textStart + b.n && !(await pause(b.everyMs, sr.signal))) return;
+    const p = pieces[i];
+    const piece = typeof p === 'string' ? p : p();
     if (b.kind === 'dribble') {
-      if (!(await dribble(sr, Buffer.from(pieces[i]), b.ms))) return;
-    } else await write(res, pieces[i]);
+      if (!(await dribble(sr, Buffer.from(piece), b.ms))) return;
+    } else await write(res, piece);
   }
   if (breakAfter !== undefined && b.kind !== 'truncated') res.socket?.destroy();
   else {

@@ -3,7 +3,7 @@
  * list, auth and error bodies. Images and audio are in ./openai-media.ts.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, sendChatJson } from './io.js';
+import { contentText, gate, nowSeconds, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, type Piece, sendChatJson } from './io.js';
 
 const FINGERPRINT = 'fp_simulator';
 export const MODEL_CREATED = 1_700_000_000;
@@ -103,11 +103,12 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
   const base = { id: `chatcmpl-sim-${sr.seq}`, object: 'chat.completion.chunk', created: nowSeconds(), model, service_tier: 'default', system_fingerprint: FINGERPRINT };
   // Like OpenAI: with include_usage every chunk carries `usage: null` until the final usage chunk.
   const usageNull = includeUsage && !reply.usageWithChoices ? { usage: null } : {};
+  // Each event is made and serialised when its turn to be written comes (a Piece), as a real server streams.
   const data = (o: unknown) => `data: ${JSON.stringify(o)}\n\n`;
-  const chunk = (delta: object, finish: string | null = null, extra: object = usageNull) =>
-    data({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra });
+  const chunk = (delta: object, finish: string | null = null, extra: object = usageNull): Piece =>
+    () => data({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...extra });
 
-  const pieces: string[] = [];
+  const pieces: Piece[] = [];
   let breakAfter: number | undefined;
   let textStart = 1;
   if (reply.toolCall) {
@@ -126,13 +127,13 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
     });
   }
   if (!reply.usageWithChoices) pieces.push(chunk({}, FINISH[reply.finish]));
-  if (includeUsage && !reply.usageWithChoices) pieces.push(data({ ...base, choices: [], usage: openaiUsage(reply) }));
+  if (includeUsage && !reply.usageWithChoices) pieces.push(() => data({ ...base, choices: [], usage: openaiUsage(reply) }));
   pieces.push('data: [DONE]\n\n');
   return { pieces: reply.keepalive ? interleaveKeepalive(pieces) : pieces, textStart, breakAfter };
 }
 
 /** `: PROCESSING` comment lines between events, as OpenRouter sends while a model thinks. */
-export function interleaveKeepalive(pieces: string[]): string[] {
+export function interleaveKeepalive<T extends Piece>(pieces: T[]): Array<T | string> {
   return pieces.flatMap((p, i) => (i === 0 ? [p] : [': PROCESSING\n\n', p]));
 }
 
