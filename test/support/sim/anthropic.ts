@@ -4,7 +4,7 @@
  * message_delta, message_stop, each with its `event:` line), the model list, and `{type:"error"}` bodies.
  */
 import { behaviourOf, planReply, SIM_MODELS, splitEvery, type Reply, type SimChat } from './behaviour.js';
-import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, sendChatJson } from './io.js';
+import { contentText, gate, pump, sendJson, sendMalformed, sendTruncated, type SimRequest, type StreamPieces, type Piece, sendChatJson } from './io.js';
 import { interleaveKeepalive } from './openai.js';
 
 const ERROR_TYPES: Record<number, string> = {
@@ -106,8 +106,9 @@ function message(sr: SimRequest, model: string, reply: Reply) {
 }
 
 function streamPieces(sr: SimRequest, model: string, reply: Reply): StreamPieces {
-  const ev = (type: string, o: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...o })}\n\n`;
-  const pieces: string[] = [];
+  // Each event is serialised when its turn to be written comes (a Piece), as a real server streams.
+  const ev = (type: string, o: object): Piece => () => `event: ${type}\ndata: ${JSON.stringify({ type, ...o })}\n\n`;
+  const pieces: Piece[] = [];
   let breakAfter: number | undefined;
   let textStart = 1;
   let index = 0;
