@@ -1,11 +1,15 @@
 /**
  * npm run bench:profile: where the gateway's CPU goes under load. Starts the simulator and the gateway (embedded
- * SQLite, or PostgreSQL with --postgres) under `node --cpu-prof`, drives non-streaming chat at concurrency 64
- * (--stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes, the 16
- * streams started together; --spread: paced, with their starts spread over one stream's length),
- * stops the gateway cleanly so the profile is written, and prints self time by package/file and by function. The
- * profile lands in bench/results/profile/ (open it in Chrome DevTools for the call tree). Flags: --seconds N
- * (default 10), --concurrency N (default 16 streaming, 64 otherwise; paced streams' count scales with it).
+ * SQLite, or PostgreSQL with --postgres) with V8's sampling profiler preloaded (bench/profile-window.mjs), warms the
+ * gateway with the same load, then profiles the measured load only (non-streaming chat at concurrency 64;
+ * --stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes, the 16
+ * streams started together; --spread: paced, with their starts spread over one stream's length), and prints self
+ * time by package/file and by function, as shares and as µs per request or stream. Since session 20 the start-up
+ * and the warm-up are left out (before, `node --cpu-prof` profiled the whole process: module loading and the spec's
+ * parse showed as a few per cent). The profile lands in bench/results/profile/ (open it in Chrome DevTools for the
+ * call tree). Flags: --seconds N (default 10), --concurrency N (default 16 streaming, 64 otherwise; paced streams'
+ * count scales with it), --warmup N (seconds, default 12: V8 compiles the gateway for ~10 s), --interval N (the
+ * sampling interval in µs, default 100).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,13 +22,18 @@ const SPREAD = process.argv.includes('--spread');
 const PACED = SPREAD || process.argv.includes('--paced');
 const STREAM = PACED || process.argv.includes('--stream');
 const CONCURRENCY = arg('--concurrency') === undefined ? undefined : Number(arg('--concurrency'));
+const WARMUP = Number(arg('--warmup') ?? 12);
+const INTERVAL = Number(arg('--interval') ?? 100);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
 interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
 
-/** Self time per function and per file (node_modules folded to their package), as shares of all samples. */
-export function summarise(profile: Profile, rows = 40): string {
+/**
+ * Self time per function and per file (node_modules folded to their package), as shares of all samples and, given
+ * how many requests or streams the window served (`units`), as µs of each per unit. `busy` leaves out `(idle)`.
+ */
+export function summarise(profile: Profile, rows = 40, units = 0, unit = 'unit'): string {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   const byFn = new Map<string, number>();
   const byFile = new Map<string, number>();
@@ -38,9 +47,12 @@ export function summarise(profile: Profile, rows = 40): string {
     const fn = `${functionName || '(anonymous)'}  ${file}:${lineNumber + 1}`;
     byFn.set(fn, (byFn.get(fn) ?? 0) + dt);
   });
+  const per = (t: number) => (units > 0 ? `${(t / units).toFixed(1).padStart(8)} µs  ` : '');
   const top = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).slice(0, rows)
-    .map(([k, t]) => `${((100 * t) / total).toFixed(1).padStart(5)} %  ${k}`).join('\n');
-  return `sampled ${(total / 1e6).toFixed(1)} s\n\nself time by package or file:\n${top(byFile)}\n\nself time by function:\n${top(byFn)}`;
+    .map(([k, t]) => `${((100 * t) / total).toFixed(1).padStart(5)} %  ${per(t)}${k}`).join('\n');
+  const busy = total - (byFile.get('((idle))') ?? 0);
+  const perUnit = units > 0 ? `; ${units} ${unit}s, ${(busy / units).toFixed(1)} µs busy per ${unit}` : '';
+  return `sampled ${(total / 1e6).toFixed(1)} s, busy ${(busy / 1e6).toFixed(2)} s${perUnit}\n\nself time by package or file:\n${top(byFile)}\n\nself time by function:\n${top(byFn)}`;
 }
 
 async function main() {
@@ -50,19 +62,32 @@ async function main() {
   fs.mkdirSync(dir, { recursive: true });
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: PG_URL } : {};
-  const gw = await benchGateway('profile', env, sim.match[1], ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const file = `${STREAM ? (SPREAD ? 'spread' : PACED ? 'paced' : 'stream') : 'c'}${CONCURRENCY ?? (STREAM ? 16 : 64)}${env.DATABASE_URL ? '-postgres' : ''}.cpuprofile`;
+  const out = path.join(dir, file);
+  const gw = await benchGateway('profile', { ...env, PROFILE_OUT: out, PROFILE_INTERVAL_US: String(INTERVAL) }, sim.match[1],
+    ['--import', path.join(ROOT, 'bench/profile-window.mjs')]);
+  const load = (seconds: number) => (STREAM
+    ? streaming(gw.url, gw.key, CONCURRENCY ?? 16, Math.ceil(seconds * (PACED ? (70 * (CONCURRENCY ?? 16)) / 16 : 300)), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
+      .then((r) => ({ ...r, units: r.streams }))
+    : throughput(gw.url, gw.key, CONCURRENCY ?? 64, seconds).then((r) => ({ ...r, units: r.requests })));
+  if (WARMUP > 0) {
+    log(`warming up for ~${WARMUP} s (not profiled)`);
+    await load(WARMUP);
+  }
   log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency ${CONCURRENCY ?? 16} for ~${SECONDS} s` : `concurrency ${CONCURRENCY ?? 64} for ${SECONDS} s`);
-  const r = STREAM
-    ? await streaming(gw.url, gw.key, CONCURRENCY ?? 16, Math.ceil(SECONDS * (PACED ? (70 * (CONCURRENCY ?? 16)) / 16 : 300)), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
-    : await throughput(gw.url, gw.key, CONCURRENCY ?? 64, SECONDS);
+  process.kill(gw.pid, 'SIGUSR2'); // the profiler starts
+  const r = await load(SECONDS);
+  process.kill(gw.pid, 'SIGUSR2'); // and stops, writing the profile
   log(`load: ${JSON.stringify(r)}`);
+  for (let i = 0; !fs.existsSync(out); i++) {
+    if (i > 300) throw new Error('the gateway wrote no profile');
+    await new Promise((res) => setTimeout(res, 100));
+  }
   const exited = new Promise((resolve) => gw.child.once('exit', resolve));
   gw.stop();
   await exited;
   sim.child.kill('SIGTERM');
-  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error('the gateway wrote no profile');
-  console.log(summarise(JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Profile));
+  console.log(summarise(JSON.parse(fs.readFileSync(out, 'utf8')) as Profile, 40, r.units, STREAM ? 'stream' : 'request'));
   log(`profile: bench/results/profile/${file}`);
   process.exit(0);
 }
