@@ -26,7 +26,7 @@ const WARMUP = Number(arg('--warmup') ?? 12);
 const INTERVAL = Number(arg('--interval') ?? 100);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
 
 /**
@@ -35,10 +35,25 @@ interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[
  */
 export function summarise(profile: Profile, rows = 40, units = 0, unit = 'unit'): string {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  // The profiler's own stop (the profile serialised inside the signal handler of bench/profile-window.mjs) is
+  // sampled too: those samples are left out.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const own = new Map<number, boolean>();
+  const isOwn = (id: number): boolean => {
+    let v = own.get(id);
+    if (v === undefined) {
+      const p = parent.get(id);
+      v = nodes.get(id)!.callFrame.url.endsWith('profile-window.mjs') || (p !== undefined && isOwn(p));
+      own.set(id, v);
+    }
+    return v;
+  };
   const byFn = new Map<string, number>();
   const byFile = new Map<string, number>();
   let total = 0;
   profile.samples.forEach((id, i) => {
+    if (isOwn(id)) return;
     const dt = profile.timeDeltas[i] ?? 0;
     total += dt;
     const { functionName, url, lineNumber } = nodes.get(id)!.callFrame;
