@@ -126,6 +126,36 @@ describe('simulator: OpenAI format', () => {
     expect(performance.now() - t1).to.be.below(200);
   });
 
+  it('serialises each stream piece when it is written, not the whole answer before the first byte (as a server does)', async () => {
+    // The benchmark's upstream: a first byte that waited for the later pieces' JSON counted their cost, 30–50 µs
+    // more with include_usage (which the gateway always sends), as the gateway's (docs/PERFORMANCE.md, session 20).
+    const stringify = JSON.stringify;
+    let made = 0;
+    JSON.stringify = ((...args: Parameters<typeof JSON.stringify>) => {
+      const out = stringify(...args);
+      if (typeof out === 'string' && out.includes('"chat.completion.chunk"')) made++;
+      return out;
+    }) as typeof JSON.stringify;
+    try {
+      const res = await chat({ model: 'sim/chunks-4-every-40ms', stream: true, stream_options: { include_usage: true } });
+      const reader = res.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(first).to.match(/^data: \{.*"role":"assistant"/);
+      // the role piece only: the 4 texts (40 ms apart), the finish and the usage piece are not made yet
+      expect(made).to.equal(1);
+      let raw = first;
+      for (let r = await reader.read(); !r.done; r = await reader.read()) raw += new TextDecoder().decode(r.value);
+      expect(made).to.equal(7);
+      const chunks = raw.split('\n\n').filter((b) => b.startsWith('data: {')).map((b) => JSON.parse(b.slice(6)));
+      expect(chunks).to.have.length(7);
+      expect(chunks[6]).to.deep.include({ choices: [] });
+      expect(chunks[6].usage).to.include({ completion_tokens: 4 });
+      expect(raw.endsWith('data: [DONE]\n\n')).to.equal(true);
+    } finally {
+      JSON.stringify = stringify;
+    }
+  });
+
   it('sim/error-<status> answers that status with an OpenAI error body; 429 carries Retry-After: 1', async () => {
     const res = await chat({ model: 'sim/error-429' });
     expect(res.status).to.equal(429);
