@@ -133,7 +133,7 @@ function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage:
 }
 
 /** `: PROCESSING` comment lines between events, as OpenRouter sends while a model thinks. */
-export function interleaveKeepalive<T extends Piece>(pieces: T[]): Array<T | string> {
+export function interleaveKeepalive(pieces: Piece[]): Piece[] {
   return pieces.flatMap((p, i) => (i === 0 ? [p] : [': PROCESSING\n\n', p]));
 }
 
