@@ -1,0 +1,52 @@
+/**
+ * Preloaded into the gateway and the bare proxy by `npm run bench:timeline` (`node --import`): a timestamp for each
+ * step of a request on its way to the first byte, from Node's and undici's diagnostics channels only (no change to
+ * the code measured). SIGUSR2 starts recording; the next SIGUSR2 stops it and writes the marks to MARKS_OUT.
+ *
+ * - `arrived`: the request's head was parsed (`http.server.request.start`);
+ * - `called`: the upstream request was made (`undici:request:create`, inside the dispatch);
+ * - `sent`: undici wrote its head to the upstream socket (`undici:client:sendHeaders`);
+ * - `answered`: the upstream's response head arrived (`undici:request:headers`);
+ * - `wrote`: the response's first write to the client socket (the first `_writeRaw` of the response: the headers,
+ *   and the first frame when it is written in the same tick; a corked write leaves at the end of that tick).
+ *
+ * Each mark is `[name, µs]`, in the order they happened. Plain JavaScript: it runs beside the bundle.
+ */
+import dc from 'node:diagnostics_channel';
+import http from 'node:http';
+import fs from 'node:fs';
+
+const out = process.env.MARKS_OUT;
+const marks = [];
+let on = false;
+const now = () => Number(process.hrtime.bigint() / 1000n);
+const mark = (name) => () => { if (on) marks.push([name, now()]); };
+
+dc.subscribe('http.server.request.start', mark('arrived'));
+dc.subscribe('undici:request:create', mark('called'));
+dc.subscribe('undici:client:sendHeaders', mark('sent'));
+dc.subscribe('undici:request:headers', mark('answered'));
+
+const FIRST = Symbol('timeline: first write marked');
+const writeRaw = http.OutgoingMessage.prototype._writeRaw;
+http.OutgoingMessage.prototype._writeRaw = function (...args) {
+  if (on && this instanceof http.ServerResponse && !this[FIRST]) {
+    this[FIRST] = true;
+    marks.push(['wrote', now()]);
+  }
+  return writeRaw.apply(this, args);
+};
+
+process.on('SIGUSR2', () => {
+  if (!on) {
+    on = true;
+    return;
+  }
+  on = false;
+  if (out) {
+    // written whole, then renamed: the benchmark reads it as soon as it appears
+    fs.writeFileSync(`${out}.tmp`, JSON.stringify(marks));
+    fs.renameSync(`${out}.tmp`, out);
+  }
+  marks.length = 0;
+});
