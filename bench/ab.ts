@@ -27,13 +27,10 @@
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import pg from 'pg';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, build, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -58,39 +55,6 @@ const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>>
   together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
   single: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
 };
-
-interface Build { label: string; file: string; root: string; cleanup?: () => void }
-
-const git = (...args: string[]) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' }).trim();
-
-/** Bundles src/main.ts of `root` as package.json's build script does, into `outfile`. */
-function bundle(root: string, outfile: string): void {
-  const esbuild = createRequire(path.join(ROOT, 'package.json')).resolve('esbuild/bin/esbuild');
-  execFileSync(esbuild, ['src/main.ts', '--bundle', '--platform=node', '--packages=external', '--format=esm',
-    '--target=node20', `--outfile=${outfile}`, '--log-level=warning'], { cwd: root, stdio: 'inherit' });
-}
-
-/** A revision checked out in a temporary worktree (node_modules shared), or the working tree itself. */
-function build(rev: string | undefined): Build {
-  if (rev === undefined) {
-    const file = path.join(ROOT, 'bench/results/ab/worktree.js');
-    bundle(ROOT, file);
-    return { label: 'working tree', file, root: ROOT };
-  }
-  const sha = git('rev-parse', '--verify', `${rev}^{commit}`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `gw-ab-${sha.slice(0, 7)}-`));
-  git('worktree', 'add', '--detach', '--force', dir, sha);
-  const cleanup = () => git('worktree', 'remove', '--force', dir);
-  try {
-    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
-    const file = path.join(dir, 'dist/main.js');
-    bundle(dir, file);
-    return { label: `${rev} (${sha.slice(0, 7)})`, file, root: dir, cleanup };
-  } catch (err) {
-    cleanup();
-    throw err;
-  }
-}
 
 async function measure(mode: string, gw: { url: string; key: string; pid: number }): Promise<number[]> {
   const streams = (model: string | undefined, concurrency: number, total: number, spread = 0) =>

@@ -2,9 +2,10 @@
  * Shared pieces of the benchmarks (bench/run.ts, bench/profile.ts): process start-up, load generators and the
  * gateway under test. Loopback only; every run is bounded in time and count.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -262,3 +263,39 @@ export async function benchGateway(label: string, env: Record<string, string>, s
   return { url, key, pid: gw.child.pid!, child, idleRss, stop: () => gw.child.kill('SIGTERM') };
 }
 
+/** A gateway build to measure: its bundle, and the checkout it came from. */
+export interface Build { label: string; file: string; root: string; cleanup?: () => void }
+
+const git = (...args: string[]) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' }).trim();
+
+/** Bundles src/main.ts of `root` as package.json's build script does, into `outfile`. */
+export function bundle(root: string, outfile: string): void {
+  const esbuild = createRequire(path.join(ROOT, 'package.json')).resolve('esbuild/bin/esbuild');
+  execFileSync(esbuild, ['src/main.ts', '--bundle', '--platform=node', '--packages=external', '--format=esm',
+    '--target=node20', `--outfile=${outfile}`, '--log-level=warning'], { cwd: root, stdio: 'inherit' });
+}
+
+/**
+ * A revision checked out in a temporary worktree (node_modules shared), or the working tree itself (bundled into
+ * bench/results/<tool>/worktree.js).
+ */
+export function build(rev: string | undefined, tool = 'ab'): Build {
+  if (rev === undefined) {
+    const file = path.join(ROOT, `bench/results/${tool}/worktree.js`);
+    bundle(ROOT, file);
+    return { label: 'working tree', file, root: ROOT };
+  }
+  const sha = git('rev-parse', '--verify', `${rev}^{commit}`);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `gw-${tool}-${sha.slice(0, 7)}-`));
+  git('worktree', 'add', '--detach', '--force', dir, sha);
+  const cleanup = () => git('worktree', 'remove', '--force', dir);
+  try {
+    fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+    const file = path.join(dir, 'dist/main.js');
+    bundle(dir, file);
+    return { label: `${rev} (${sha.slice(0, 7)})`, file, root: dir, cleanup };
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+}

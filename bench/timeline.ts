@@ -13,14 +13,15 @@
  *
  * The client's own TTFB (the benchmark's figure) adds the hops between the processes. One process's marks are
  * steadier than latencies measured across three processes on two cores: a change of a few tens of µs to the path
- * shows here when `npm run bench:ab` cannot see it (docs/PERFORMANCE.md, sessions 20 and 21). Flags: --n (streams
- * per round, default 400), --rounds (default 3), --warmup (seconds of streams at concurrency 16 on each process
- * first, default 12), --postgres.
+ * shows here when `npm run bench:ab` cannot see it (docs/PERFORMANCE.md, sessions 20 and 21). With `--base <rev>`
+ * (and `--head <rev>`, default the working tree) two builds are timed side by side, as bench:ab builds them, each a
+ * fresh process per round. Flags: --n (streams per round, default 400), --rounds (default 3), --warmup (seconds of
+ * streams at concurrency 16 on each process first, default 12), --postgres.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, STREAM_MODEL, benchGateway, children, formatTable, log, round, startTs, streaming } from './lib.js';
+import { ROOT, STREAM_MODEL, benchGateway, build, children, formatTable, log, round, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -73,6 +74,15 @@ export function quartiles(streams: Array<Record<Step, number>>, from: Step, to: 
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 
+interface Target {
+  label: string;
+  /** A gateway build (started fresh each round), or undefined for the bare proxy (one process throughout). */
+  build?: Build;
+  streams: Array<Record<Step, number>>;
+  ttfb: number[];
+  dropped: number;
+}
+
 async function main() {
   const N = Number(arg('--n') ?? 400);
   const ROUNDS = Number(arg('--rounds') ?? 3);
@@ -80,57 +90,78 @@ async function main() {
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' } : {};
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-timeline-'));
   const preload = path.join(ROOT, 'bench/timeline-marks.mjs');
-  const { execFileSync } = await import('node:child_process');
-  execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  const builds: Build[] = [];
+  try {
+    const head = build(arg('--head'), 'timeline');
+    builds.push(head);
+    const base = arg('--base') === undefined ? undefined : build(arg('--base'), 'timeline');
+    if (base) builds.unshift(base);
+    const targets: Target[] = [
+      ...builds.map((b) => ({ label: base ? b.label : 'gateway', build: b, streams: [], ttfb: [], dropped: 0 })),
+      { label: 'bare proxy', streams: [], ttfb: [], dropped: 0 },
+    ];
 
-  const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
-  const simUrl = sim.match[1];
-  const bareOut = path.join(dir, 'bare.json');
-  const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: bareOut }, /(http:\/\/127\.0\.0\.1:\d+)/);
-  const gwOut = path.join(dir, 'gateway.json');
-  const gw = await benchGateway('timeline', { ...env, MARKS_OUT: gwOut }, simUrl, ['--import', preload]);
-  const targets = [
-    { label: 'gateway', url: gw.url, key: gw.key, pid: gw.pid, out: gwOut, streams: [] as Array<Record<Step, number>>, ttfb: [] as number[], dropped: 0 },
-    { label: 'bare proxy', url: bare.match[1], key: 'unused', pid: bare.child.pid!, out: bareOut, streams: [] as Array<Record<Step, number>>, ttfb: [] as number[], dropped: 0 },
-  ];
-  for (const t of targets) {
-    log(`warming up the ${t.label} for ~${WARMUP} s`);
-    const until = Date.now() + WARMUP * 1000;
-    while (Date.now() < until) await streaming(t.url, t.key, 16, 400, STREAM_MODEL);
-  }
-  for (let r = 1; r <= ROUNDS; r++) {
-    for (const t of targets) {
-      fs.rmSync(t.out, { force: true });
-      process.kill(t.pid, 'SIGUSR2');
-      const res = await streaming(t.url, t.key, 1, N, STREAM_MODEL);
-      process.kill(t.pid, 'SIGUSR2');
-      for (let i = 0; !fs.existsSync(t.out); i++) {
-        if (i > 100) throw new Error(`the ${t.label} wrote no marks`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+    const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const simUrl = sim.match[1];
+    const out = path.join(dir, 'marks.json');
+    const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out }, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const warm = async (url: string, key: string) => {
+      const until = Date.now() + WARMUP * 1000;
+      while (Date.now() < until) await streaming(url, key, 16, 400, STREAM_MODEL);
+    };
+    log(`warming up the bare proxy for ~${WARMUP} s`);
+    await warm(bare.match[1], 'unused');
+
+    for (let r = 1; r <= ROUNDS; r++) {
+      // the gateways in alternating order, each a fresh process warmed up (as bench:ab: a process can run slow for life)
+      const order = r % 2 || targets.length === 2 ? targets : [targets[1], targets[0], targets[2]];
+      for (const t of order) {
+        let url = bare.match[1];
+        let key = 'unused';
+        let pid = bare.child.pid!;
+        let stop: (() => Promise<void>) | undefined;
+        if (t.build) {
+          const gw = await benchGateway(t.label, { ...env, MARKS_OUT: out }, simUrl, ['--import', preload], t.build.file, t.build.root);
+          ({ url, key, pid } = gw);
+          stop = () => new Promise<void>((resolve) => { gw.child.once('exit', () => resolve()); gw.stop(); });
+          log(`warming up ${t.label} for ~${WARMUP} s`);
+          await warm(url, key);
+        }
+        fs.rmSync(out, { force: true });
+        process.kill(pid, 'SIGUSR2');
+        const res = await streaming(url, key, 1, N, STREAM_MODEL);
+        process.kill(pid, 'SIGUSR2');
+        for (let i = 0; !fs.existsSync(out); i++) {
+          if (i > 100) throw new Error(`${t.label} wrote no marks`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const { streams, dropped } = streamsOf(JSON.parse(fs.readFileSync(out, 'utf8')) as Mark[]);
+        t.streams.push(...streams);
+        t.dropped += dropped;
+        t.ttfb.push(res.ttfbP50);
+        log(`round ${r}/${ROUNDS} ${t.label}: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
+        await stop?.();
       }
-      const { streams, dropped } = streamsOf(JSON.parse(fs.readFileSync(t.out, 'utf8')) as Mark[]);
-      t.streams.push(...streams);
-      t.dropped += dropped;
-      t.ttfb.push(res.ttfbP50);
-      log(`round ${r}/${ROUNDS} ${t.label}: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
     }
-  }
-  gw.stop();
-  bare.child.kill('SIGTERM');
-  sim.child.kill('SIGTERM');
+    bare.child.kill('SIGTERM');
+    sim.child.kill('SIGTERM');
 
-  const cell = (q: { p25: number; p50: number; p75: number }) => `${q.p50} (${q.p25}–${q.p75})`;
-  const rows = [['step (µs: p50 (p25–p75))', 'gateway', 'bare proxy', 'gateway − bare, p50']];
-  for (const [name, from, to] of PHASES) {
-    const g = quartiles(targets[0].streams, from, to);
-    const b = quartiles(targets[1].streams, from, to);
-    rows.push([name, cell(g), cell(b), String(g.p50 - b.p50)]);
+    // the difference column: head − base with --base, else gateway − bare proxy
+    const [a, b] = base ? [targets[1], targets[0]] : [targets[0], targets[1]];
+    const cell = (q: { p25: number; p50: number; p75: number }) => `${q.p50} (${q.p25}–${q.p75})`;
+    const rows = [['step (µs: p50 (p25–p75))', ...targets.map((t) => t.label), `${a.label} − ${b.label}, p50`]];
+    for (const [name, from, to] of PHASES) {
+      const qs = targets.map((t) => quartiles(t.streams, from, to));
+      rows.push([name, ...qs.map(cell), String(qs[targets.indexOf(a)].p50 - qs[targets.indexOf(b)].p50)]);
+    }
+    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+    rows.push(['client TTFB p50, median of rounds (ms)', ...targets.map((t) => String(round(med(t.ttfb), 3))), String(round(med(a.ttfb) - med(b.ttfb), 3))]);
+    console.log(formatTable(rows));
+    console.log(`\n(streams one at a time, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${targets.map((t) => `${t.label} ${t.streams.length}`).join(', ')}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
+  } finally {
+    for (const b of builds) b.cleanup?.();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
-  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  rows.push(['client TTFB p50, median of rounds (ms)', String(round(med(targets[0].ttfb), 3)), String(round(med(targets[1].ttfb), 3)), String(round(med(targets[0].ttfb) - med(targets[1].ttfb), 3))]);
-  console.log(formatTable(rows));
-  console.log(`\n(${targets[0].streams.length} and ${targets[1].streams.length} streams one at a time over ${ROUNDS} alternating rounds; left out as incomplete: ${targets[0].dropped} and ${targets[1].dropped})`);
-  fs.rmSync(dir, { recursive: true, force: true });
   process.exit(0);
 }
 
