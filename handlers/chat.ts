@@ -65,10 +65,11 @@ async function augment(ctx: HandlerCtx, req: ChatRequest, signal: AbortSignal): 
 export const createChatCompletion: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
   const req = parseChatRequest(ctx.body);
-  const session = await withSession(ctx, req);
+  // Awaited only when asked for: each await of an answer already known is a microtask step on the way upstream.
+  const session = ctx.query.session_id === undefined || ctx.query.session_id === null ? undefined : await withSession(ctx, req);
   const userText = lastUserText(req);
   const abort = clientGone(ctx.res);
-  await augment(ctx, req, abort.signal);
+  if (ctx.body.auto_web_search === true) await augment(ctx, req, abort.signal);
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'chat.completions', pinGateway: ctx.body.provider, signal: abort.signal };
 
   if (!req.stream) {
