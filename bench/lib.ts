@@ -1,6 +1,6 @@
 /**
- * Shared pieces of the benchmarks (bench/run.ts, bench/profile.ts): process start-up, load generators and the
- * gateway under test. Loopback only; every run is bounded in time and count.
+ * Shared pieces of the benchmarks (bench/run.ts, profile.ts, ab.ts, timeline.ts): process start-up, load generators,
+ * the gateway under test and the builds of other revisions. Loopback only; every run is bounded in time and count.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';

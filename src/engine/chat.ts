@@ -58,8 +58,8 @@ interface Hold {
   done: boolean;
 }
 
-/** Waits for the hold's commit unless it is known to be done (an await is a microtask step even then). */
-const heldAfter = (hold: Hold): Promise<void> | undefined => (hold.done ? undefined : hold.committed);
+/** The hold's commit while it is still pending, else undefined: an await is a microtask step even when done. */
+const stillCommitting = (hold: Hold): Promise<void> | undefined => (hold.done ? undefined : hold.committed);
 
 /** What was served, for `gateway_usage` and response headers. */
 export interface Served {
@@ -291,7 +291,7 @@ export class ChatEngine {
       await hold.committed; // a refused hold is the answer (its 402), not the failure of the call it stopped
       return this.fail(ctx, req, hold.id, undefined, err, started);
     }
-    const pending = heldAfter(hold);
+    const pending = stillCommitting(hold);
     if (pending) await pending;
     const { value: result, offer, attempts, startedAt } = got;
     const latencyMs = Date.now() - started;
@@ -345,7 +345,7 @@ export class ChatEngine {
       return this.fail(ctx, req, hold.id, undefined, err, started);
     }
     try {
-      const pending = heldAfter(hold);
+      const pending = stillCommitting(hold);
       if (pending) await pending;
     } catch (err) {
       got.value.watch.stop();
