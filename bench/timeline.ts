@@ -21,7 +21,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, STREAM_MODEL, benchGateway, build, children, formatTable, log, round, startTs, streaming, type Build } from './lib.js';
+import { ROOT, STREAM_MODEL, benchGateway, build, children, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -57,7 +57,7 @@ export function streamsOf(marks: Mark[]): { streams: Array<Record<Step, number>>
   return { streams, dropped };
 }
 
-export const PHASES: Array<[string, Step, Step]> = [
+const PHASES: Array<[string, Step, Step]> = [
   ['before the call', 'arrived', 'called'],
   ["undici's turn", 'called', 'sent'],
   ['the upstream', 'sent', 'answered'],
@@ -68,8 +68,7 @@ export const PHASES: Array<[string, Step, Step]> = [
 /** Quartiles (µs) of one phase over the streams. */
 export function quartiles(streams: Array<Record<Step, number>>, from: Step, to: Step): { p25: number; p50: number; p75: number } {
   const d = streams.map((s) => s[to] - s[from]).sort((a, b) => a - b);
-  const at = (p: number) => d[Math.min(d.length - 1, Math.floor(p * d.length))] ?? NaN;
-  return { p25: at(0.25), p50: at(0.5), p75: at(0.75) };
+  return { p25: pct(d, 25), p50: pct(d, 50), p75: pct(d, 75) };
 }
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
@@ -154,8 +153,7 @@ async function main() {
       const qs = targets.map((t) => quartiles(t.streams, from, to));
       rows.push([name, ...qs.map(cell), String(qs[targets.indexOf(a)].p50 - qs[targets.indexOf(b)].p50)]);
     }
-    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
-    rows.push(['client TTFB p50, median of rounds (ms)', ...targets.map((t) => String(round(med(t.ttfb), 3))), String(round(med(a.ttfb) - med(b.ttfb), 3))]);
+    rows.push(['client TTFB p50, median of rounds (ms)', ...targets.map((t) => String(round(median(t.ttfb), 3))), String(round(median(a.ttfb) - median(b.ttfb), 3))]);
     console.log(formatTable(rows));
     console.log(`\n(streams one at a time, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${targets.map((t) => `${t.label} ${t.streams.length}`).join(', ')}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {

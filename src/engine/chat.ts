@@ -156,7 +156,6 @@ export class ChatEngine {
     const { credits } = this.d.store;
     const userId = ctx.principal.userId;
     const early = credits.likelyCovers(userId, amount);
-    const hold = { id, done: false } as Hold;
     const committed = credits.hold(userId, id, amount, ttl).then(async (ok) => {
       if (ok) {
         hold.done = true;
@@ -165,7 +164,8 @@ export class ChatEngine {
       const balance = await credits.balance(userId);
       throw insufficientCredits(`Insufficient credits: this request may cost up to $${nanoToUsd(amount).toFixed(6)} and the balance is $${nanoToUsd(balance).toFixed(6)}. Lower max_tokens or add credits.`);
     });
-    hold.committed = committed;
+    // (`hold` is set before the callback above can run: a promise's callbacks never run synchronously.)
+    const hold: Hold = { id, committed, done: false };
     if (!early) return committed.then(() => ({ hold, call: ctx }));
     const call = new Cancellation();
     const onClientGone = () => call.abort(ctx.signal.reason);
