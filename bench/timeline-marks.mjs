@@ -10,7 +10,11 @@
  * - `wrote`: the response's first write to the client socket (the first `_writeRaw` of the response: the headers,
  *   and the first frame when it is written in the same tick; a corked write leaves at the end of that tick).
  *
- * Each mark is `[name, µs]`, in the order they happened. Plain JavaScript: it runs beside the bundle.
+ * Each mark is `[name, µs]`, in the order they happened. With `TIMELINE_TAGGED` set (`--together`: many requests
+ * at once), each mark is `[name, µs, seq]`: the client's sequence number, from its `x-bench-seq` header (arrived,
+ * wrote) or from `bench #<seq>` in the body undici sends upstream (called; sent and answered are its request's).
+ * The times are `process.hrtime`'s, the system's monotonic clock, so they compare with the client's.
+ * Plain JavaScript: it runs beside the bundle.
  */
 import dc from 'node:diagnostics_channel';
 import http from 'node:http';
@@ -20,19 +24,38 @@ const out = process.env.MARKS_OUT;
 const marks = [];
 let on = false;
 const now = () => Number(process.hrtime.bigint() / 1000n);
+const tagged = !!process.env.TIMELINE_TAGGED;
+/** The sequence number of an undici request (from its body, at `called`). */
+const seqOfUpstream = new WeakMap();
+const seqOfBody = (body) => {
+  const m = body === null || body === undefined ? null : /bench #(\d+)/.exec(typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('latin1') : '');
+  return m ? Number(m[1]) : undefined;
+};
 const mark = (name) => () => { if (on) marks.push([name, now()]); };
+const markTagged = (name, seqOf) => (msg) => { if (on) marks.push([name, now(), seqOf(msg)]); };
 
-dc.subscribe('http.server.request.start', mark('arrived'));
-dc.subscribe('undici:request:create', mark('called'));
-dc.subscribe('undici:client:sendHeaders', mark('sent'));
-dc.subscribe('undici:request:headers', mark('answered'));
+if (!tagged) {
+  dc.subscribe('http.server.request.start', mark('arrived'));
+  dc.subscribe('undici:request:create', mark('called'));
+  dc.subscribe('undici:client:sendHeaders', mark('sent'));
+  dc.subscribe('undici:request:headers', mark('answered'));
+} else {
+  dc.subscribe('http.server.request.start', markTagged('arrived', (m) => Number(m.request.headers['x-bench-seq'])));
+  dc.subscribe('undici:request:create', markTagged('called', (m) => {
+    const seq = seqOfBody(m.request.body);
+    if (seq !== undefined) seqOfUpstream.set(m.request, seq);
+    return seq;
+  }));
+  dc.subscribe('undici:client:sendHeaders', markTagged('sent', (m) => seqOfUpstream.get(m.request)));
+  dc.subscribe('undici:request:headers', markTagged('answered', (m) => seqOfUpstream.get(m.request)));
+}
 
 const FIRST = Symbol('timeline: first write marked');
 const writeRaw = http.OutgoingMessage.prototype._writeRaw;
 http.OutgoingMessage.prototype._writeRaw = function (...args) {
   if (on && this instanceof http.ServerResponse && !this[FIRST]) {
     this[FIRST] = true;
-    marks.push(['wrote', now()]);
+    marks.push(tagged ? ['wrote', now(), Number(this.req?.headers['x-bench-seq'])] : ['wrote', now()]);
   }
   return writeRaw.apply(this, args);
 };

@@ -17,15 +17,24 @@
  * (and `--head <rev>`, default the working tree) two builds are timed side by side, as bench:ab builds them, each a
  * fresh process per round. Flags: --n (streams per round, default 400), --rounds (default 3), --warmup (seconds of
  * streams at concurrency 16 on each process first, default 12), --postgres.
+ *
+ * `--together`: the benchmark's "16 paced streams started together" instead (320 per round unless --n), each stream
+ * tagged with a sequence number (a header, and in its message, which the body sent upstream carries) so that the
+ * marks of streams in flight at once are told apart, and timed from the client's side as well, on the same
+ * monotonic clock: the steps above, plus the client to the process (sent by the client -> arrived: the wait before
+ * the process parses the request, e.g. behind other work in its turn), the process to the client (the first write
+ * -> the client's first byte), and the client's TTFB. Rounds straight to the simulator give the direct TTFB, so
+ * the table shows what each adds, as the benchmark does.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, STREAM_MODEL, benchGateway, build, children, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
+import { request } from 'undici';
+import { PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
-export type Mark = [string, number];
+export type Mark = [string, number] | [string, number, number | undefined];
 
 /**
  * The streams of a recording sent one at a time: each `arrived` starts one, and it counts when the other steps
@@ -57,6 +66,86 @@ export function streamsOf(marks: Mark[]): { streams: Array<Record<Step, number>>
   return { streams, dropped };
 }
 
+/** A tagged stream from the client's side: when its request was made and its first byte came (hrtime µs). */
+export interface ClientTimes { sent: number; first: number }
+const TRACE = ['client', ...STEPS, 'first'] as const;
+type TraceStep = (typeof TRACE)[number];
+
+/**
+ * The streams of a tagged recording (`--together`): each sequence number's marks, with the client's times, in
+ * order. A stream counts when it has every step once, in order; `dropped` counts the others (e.g. a request that
+ * was in flight when the recording started or stopped).
+ */
+export function tracesOf(marks: Mark[], client: Map<number, ClientTimes>, steps: readonly TraceStep[] = TRACE): { streams: Array<Record<TraceStep, number>>; dropped: number } {
+  const bySeq = new Map<number, Partial<Record<TraceStep, number>> & { bad?: boolean }>();
+  for (const [name, t, seq] of marks) {
+    if (seq === undefined || !Number.isFinite(seq)) continue;
+    let s = bySeq.get(seq);
+    if (!s) bySeq.set(seq, (s = {}));
+    const step = name as TraceStep;
+    if (s[step] !== undefined) s.bad = true;
+    s[step] = t;
+  }
+  const streams: Array<Record<TraceStep, number>> = [];
+  let dropped = 0;
+  for (const [seq, s] of bySeq) {
+    const c = client.get(seq);
+    if (c) {
+      s.client = c.sent;
+      s.first = c.first;
+    }
+    const ok = !s.bad && steps.every((k, i) => s[k] !== undefined && (i === 0 || s[k]! >= s[steps[i - 1]]!));
+    if (ok) streams.push(s as Record<TraceStep, number>);
+    else dropped++;
+  }
+  return { streams, dropped };
+}
+
+const TOGETHER_PHASES: Array<[string, TraceStep, TraceStep]> = [
+  ['the client to the process', 'client', 'arrived'],
+  ['before the call', 'arrived', 'called'],
+  ["undici's turn", 'called', 'sent'],
+  ['the upstream', 'sent', 'answered'],
+  ['after the answer', 'answered', 'wrote'],
+  ['the process to the client', 'wrote', 'first'],
+  ['the client TTFB', 'client', 'first'],
+];
+
+/**
+ * The benchmark's paced streams started together (`streaming(url, key, 16, n, PACED_MODEL)`), each request tagged
+ * with its sequence number (header `x-bench-seq`, and `bench #<seq>` in its message), timed by the client on
+ * hrtime's clock (µs): when the request was made and when its first body byte came.
+ */
+async function taggedStreaming(url: string, key: string, concurrency: number, total: number, firstSeq: number) {
+  const client = new Map<number, ClientTimes>();
+  const ttfb: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const us = () => Number(process.hrtime.bigint() / 1000n);
+  async function worker() {
+    while (next < total) {
+      const seq = firstSeq + next++;
+      const body = JSON.stringify({ model: PACED_MODEL, stream: true, max_tokens: 64, messages: [{ role: 'user', content: `Say hello to bench #${seq}.` }] });
+      const sent = us();
+      const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-bench-seq': String(seq) }, body });
+      let first = 0;
+      let text = '';
+      for await (const chunk of res.body) {
+        if (!first) first = us();
+        text += chunk;
+      }
+      if (res.statusCode !== 200 || !text.includes('[DONE]')) errors++;
+      else {
+        client.set(seq, { sent, first });
+        ttfb.push((first - sent) / 1000);
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, () => worker()));
+  ttfb.sort((a, b) => a - b);
+  return { client, ttfbP50: round(pct(ttfb, 50), 3), errors };
+}
+
 const PHASES: Array<[string, Step, Step]> = [
   ['before the call', 'arrived', 'called'],
   ["undici's turn", 'called', 'sent'],
@@ -66,7 +155,7 @@ const PHASES: Array<[string, Step, Step]> = [
 ];
 
 /** Quartiles (µs) of one phase over the streams. */
-export function quartiles(streams: Array<Record<Step, number>>, from: Step, to: Step): { p25: number; p50: number; p75: number } {
+export function quartiles<K extends string>(streams: Array<Record<K, number>>, from: K, to: K): { p25: number; p50: number; p75: number } {
   const d = streams.map((s) => s[to] - s[from]).sort((a, b) => a - b);
   return { p25: pct(d, 25), p50: pct(d, 50), p75: pct(d, 75) };
 }
@@ -78,12 +167,15 @@ interface Target {
   /** A gateway build (started fresh each round), or undefined for the bare proxy (one process throughout). */
   build?: Build;
   streams: Array<Record<Step, number>>;
+  /** `--together`: the tagged streams. */
+  traces: Array<Record<TraceStep, number>>;
   ttfb: number[];
   dropped: number;
 }
 
 async function main() {
-  const N = Number(arg('--n') ?? 400);
+  const TOGETHER = process.argv.includes('--together');
+  const N = Number(arg('--n') ?? (TOGETHER ? 320 : 400));
   const ROUNDS = Number(arg('--rounds') ?? 3);
   const WARMUP = Number(arg('--warmup') ?? 12);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' } : {};
@@ -96,14 +188,32 @@ async function main() {
     const base = arg('--base') === undefined ? undefined : build(arg('--base'), 'timeline');
     if (base) builds.unshift(base);
     const targets: Target[] = [
-      ...builds.map((b) => ({ label: base ? b.label : 'gateway', build: b, streams: [], ttfb: [], dropped: 0 })),
-      { label: 'bare proxy', streams: [], ttfb: [], dropped: 0 },
+      ...builds.map((b) => ({ label: base ? b.label : 'gateway', build: b, streams: [], traces: [], ttfb: [], dropped: 0 })),
+      { label: 'bare proxy', streams: [], traces: [], ttfb: [], dropped: 0 },
     ];
+    /** `--together`: the simulator straight, its own marks (preloaded) and the client's. */
+    const direct: Target = { label: 'direct', streams: [], traces: [], ttfb: [], dropped: 0 };
+    let seq = 0;
 
-    const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
-    const simUrl = sim.match[1];
     const out = path.join(dir, 'marks.json');
-    const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out }, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const simOut = path.join(dir, 'sim-marks.json');
+    const sim = await startTs('scripts/simulator.ts', ['--port', '0'],
+      TOGETHER ? { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: simOut, TIMELINE_TAGGED: '1' } : {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const simUrl = sim.match[1];
+    /** Runs `load` with `pid` recording marks; its marks. */
+    const recorded = async <T>(pid: number, file: string, label: string, load: () => Promise<T>): Promise<{ res: T; marks: Mark[] }> => {
+      fs.rmSync(file, { force: true });
+      process.kill(pid, 'SIGUSR2');
+      const res = await load();
+      process.kill(pid, 'SIGUSR2');
+      for (let i = 0; !fs.existsSync(file); i++) {
+        if (i > 100) throw new Error(`${label} wrote no marks`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return { res, marks: JSON.parse(fs.readFileSync(file, 'utf8')) as Mark[] };
+    };
+    const tag: Record<string, string> = TOGETHER ? { TIMELINE_TAGGED: '1' } : {};
+    const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out, ...tag }, /(http:\/\/127\.0\.0\.1:\d+)/);
     const warm = async (url: string, key: string) => {
       const until = Date.now() + WARMUP * 1000;
       while (Date.now() < until) await streaming(url, key, 16, 400, STREAM_MODEL);
@@ -120,25 +230,39 @@ async function main() {
         let pid = bare.child.pid!;
         let stop: (() => Promise<void>) | undefined;
         if (t.build) {
-          const gw = await benchGateway(t.label, { ...env, MARKS_OUT: out }, simUrl, ['--import', preload], t.build.file, t.build.root);
+          const gw = await benchGateway(t.label, { ...env, MARKS_OUT: out, ...tag }, simUrl, ['--import', preload], t.build.file, t.build.root);
           ({ url, key, pid } = gw);
           stop = () => new Promise<void>((resolve) => { gw.child.once('exit', () => resolve()); gw.stop(); });
           log(`warming up ${t.label} for ~${WARMUP} s`);
           await warm(url, key);
         }
-        fs.rmSync(out, { force: true });
-        process.kill(pid, 'SIGUSR2');
-        const res = await streaming(url, key, 1, N, STREAM_MODEL);
-        process.kill(pid, 'SIGUSR2');
-        for (let i = 0; !fs.existsSync(out); i++) {
-          if (i > 100) throw new Error(`${t.label} wrote no marks`);
-          await new Promise((resolve) => setTimeout(resolve, 50));
+        if (TOGETHER && t === order[0]) {
+          // the simulator straight, in each round (the benchmark's "direct"): what the proxies' TTFB adds to
+          const from = (seq += N) - N;
+          const { res, marks } = await recorded(sim.child.pid!, simOut, 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
+          const { streams, dropped } = tracesOf(marks, res.client, ['client', 'arrived', 'wrote', 'first']);
+          direct.traces.push(...streams);
+          direct.dropped += dropped;
+          direct.ttfb.push(res.ttfbP50);
+          log(`round ${r}/${ROUNDS} direct: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
         }
-        const { streams, dropped } = streamsOf(JSON.parse(fs.readFileSync(out, 'utf8')) as Mark[]);
-        t.streams.push(...streams);
-        t.dropped += dropped;
+        const from = (seq += N) - N;
+        const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(pid, out, t.label,
+          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from) : streaming(url, key, 1, N, STREAM_MODEL)));
+        let inside: number;
+        if (res.client) {
+          const { streams, dropped } = tracesOf(marks, res.client);
+          t.traces.push(...streams);
+          t.dropped += dropped;
+          inside = quartiles(streams, 'arrived', 'wrote').p50;
+        } else {
+          const { streams, dropped } = streamsOf(marks);
+          t.streams.push(...streams);
+          t.dropped += dropped;
+          inside = quartiles(streams, 'arrived', 'wrote').p50;
+        }
         t.ttfb.push(res.ttfbP50);
-        log(`round ${r}/${ROUNDS} ${t.label}: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
+        log(`round ${r}/${ROUNDS} ${t.label}: TTFB p50 ${res.ttfbP50} ms, inside p50 ${inside} µs, errors ${res.errors}`);
         await stop?.();
       }
     }
@@ -148,14 +272,22 @@ async function main() {
     // the difference column: head − base with --base, else gateway − bare proxy
     const [a, b] = base ? [targets[1], targets[0]] : [targets[0], targets[1]];
     const cell = (q: { p25: number; p50: number; p75: number }) => `${q.p50} (${q.p25}–${q.p75})`;
-    const rows = [['step (µs: p50 (p25–p75))', ...targets.map((t) => t.label), `${a.label} − ${b.label}, p50`]];
-    for (const [name, from, to] of PHASES) {
-      const qs = targets.map((t) => quartiles(t.streams, from, to));
-      rows.push([name, ...qs.map(cell), String(qs[targets.indexOf(a)].p50 - qs[targets.indexOf(b)].p50)]);
+    const shown = TOGETHER ? [...targets, direct] : targets;
+    const rows = [['step (µs: p50 (p25–p75))', ...shown.map((t) => t.label), `${a.label} − ${b.label}, p50`]];
+    const phases = TOGETHER ? TOGETHER_PHASES : PHASES;
+    for (const [name, from, to] of phases) {
+      const qs = shown.map((t) => (TOGETHER ? quartiles(t.traces, from, to) : quartiles(t.streams, from as Step, to as Step)));
+      // the simulator straight has no upstream call: its steps are the client's, its arrival and its first write
+      rows.push([name, ...qs.map((q) => (Number.isNaN(q.p50) ? '–' : cell(q))), String(qs[shown.indexOf(a)].p50 - qs[shown.indexOf(b)].p50)]);
     }
-    rows.push(['client TTFB p50, median of rounds (ms)', ...targets.map((t) => String(round(median(t.ttfb), 3))), String(round(median(a.ttfb) - median(b.ttfb), 3))]);
+    rows.push(['client TTFB p50, median of rounds (ms)', ...shown.map((t) => String(round(median(t.ttfb), 3))), String(round(median(a.ttfb) - median(b.ttfb), 3))]);
+    if (TOGETHER) {
+      const d = median(direct.ttfb);
+      rows.push(['added TTFB over direct, medians (ms)', ...targets.map((t) => String(round(median(t.ttfb) - d, 3))), '–', '']);
+    }
     console.log(formatTable(rows));
-    console.log(`\n(streams one at a time, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${targets.map((t) => `${t.label} ${t.streams.length}`).join(', ')}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
+    const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
+    console.log(`\n(${TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time'}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {
     for (const b of builds) b.cleanup?.();
     fs.rmSync(dir, { recursive: true, force: true });

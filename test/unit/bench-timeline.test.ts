@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startSimulator, type Simulator } from '../support/simulator.js';
-import { quartiles, streamsOf, type Mark } from '../../bench/timeline.js';
+import { quartiles, streamsOf, tracesOf, type ClientTimes, type Mark } from '../../bench/timeline.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -37,6 +37,32 @@ describe('bench:timeline', () => {
     });
   });
 
+  describe('tracesOf (--together)', () => {
+    it('pairs interleaved marks by sequence number with the client\'s times, and leaves out incomplete or disordered streams', () => {
+      const marks: Mark[] = [
+        ['arrived', 100, 7], ['arrived', 110, 8], ['called', 150, 7], ['called', 170, 8], ['arrived', 175, 9],
+        ['sent', 200, 7], ['sent', 201, 8], ['answered', 500, 8], ['answered', 520, 7], ['wrote', 530, 8], ['wrote', 560, 7],
+        ['called', 190, 9], ['sent', 210, 9], ['wrote', 600, 9], // 9: no `answered`
+        ['arrived', 700, 10], ['called', 720, 10], ['sent', 730, 10], ['answered', 900, 10], ['wrote', 880, 10], // 10: wrote before answered
+        ['called', 300, undefined], // an upstream request without a tag: not counted
+      ];
+      const client = new Map<number, ClientTimes>([[7, { sent: 40, first: 640 }], [8, { sent: 60, first: 580 }], [9, { sent: 90, first: 700 }], [10, { sent: 650, first: 950 }]]);
+      const { streams, dropped } = tracesOf(marks, client);
+      expect(streams).to.deep.equal([
+        { arrived: 100, called: 150, sent: 200, answered: 520, wrote: 560, client: 40, first: 640 },
+        { arrived: 110, called: 170, sent: 201, answered: 500, wrote: 530, client: 60, first: 580 },
+      ]);
+      expect(dropped).to.equal(2);
+      // the client to the process: 60 and 50 µs
+      expect(quartiles(streams, 'client', 'arrived').p50).to.equal(60);
+      // a stream missing from the client's times (it failed there) is left out too
+      expect(tracesOf(marks, new Map([[8, client.get(8)!]])).streams).to.have.length(1);
+      // the simulator straight has only its arrival and first write
+      const direct = tracesOf([['arrived', 100, 1], ['wrote', 140, 1]], new Map([[1, { sent: 50, first: 180 }]]), ['client', 'arrived', 'wrote', 'first']);
+      expect(direct.streams).to.deep.equal([{ arrived: 100, wrote: 140, client: 50, first: 180 }]);
+    });
+  });
+
   describe('the marks preload on a real proxy', function () {
     this.timeout(60_000);
     let sim: Simulator;
@@ -50,33 +76,44 @@ describe('bench:timeline', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it('records each step of every stream, in order, only between the two signals', async () => {
+    /** The bare proxy with the preload; its URL. */
+    const startProxy = async (env: Record<string, string>) => {
+      proxy?.kill('SIGTERM');
+      fs.rmSync(out, { force: true });
       proxy = spawn(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'bench/timeline-marks.mjs'), path.join(ROOT, 'bench/bare-proxy.ts'), sim.url, '0'],
-        { cwd: ROOT, env: { ...process.env, MARKS_OUT: out }, stdio: ['ignore', 'pipe', 'inherit'] });
-      const url = await new Promise<string>((resolve, reject) => {
+        { cwd: ROOT, env: { ...process.env, MARKS_OUT: out, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+      return new Promise<string>((resolve, reject) => {
         let text = '';
         proxy!.stdout!.on('data', (d) => { text += d; const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(text); if (m) resolve(m[1]); });
         proxy!.once('exit', (code) => reject(new Error(`the proxy exited ${code}`)));
       });
-      const stream = async () => {
-        const res = await request(`${url}/v1/chat/completions`, {
-          method: 'POST', headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'sim/chunks-5', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
-        });
-        const text = await res.body.text();
-        expect(res.statusCode).to.equal(200);
-        expect(text).to.include('[DONE]');
-      };
-      await stream(); // before the first signal: not recorded
-      proxy.kill('SIGUSR2');
+    };
+    const stream = async (url: string, seq?: number) => {
+      const res = await request(`${url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', ...(seq === undefined ? {} : { 'x-bench-seq': String(seq) }) },
+        body: JSON.stringify({ model: 'sim/chunks-5', stream: true, messages: [{ role: 'user', content: seq === undefined ? 'hi' : `hi, bench #${seq}` }] }),
+      });
+      const text = await res.body.text();
+      expect(res.statusCode).to.equal(200);
+      expect(text).to.include('[DONE]');
+    };
+    /** `load` with the marks recorded; the marks. */
+    const recorded = async (load: () => Promise<unknown>) => {
+      proxy!.kill('SIGUSR2');
       await new Promise((r) => setTimeout(r, 100));
-      for (let i = 0; i < 3; i++) await stream();
-      proxy.kill('SIGUSR2');
+      await load();
+      proxy!.kill('SIGUSR2');
       for (let i = 0; !fs.existsSync(out); i++) {
         if (i > 100) throw new Error('no marks written');
         await new Promise((r) => setTimeout(r, 50));
       }
-      const marks = JSON.parse(fs.readFileSync(out, 'utf8')) as Mark[];
+      return JSON.parse(fs.readFileSync(out, 'utf8')) as Mark[];
+    };
+
+    it('records each step of every stream, in order, only between the two signals', async () => {
+      const url = await startProxy({});
+      await stream(url); // before the first signal: not recorded
+      const marks = await recorded(async () => { for (let i = 0; i < 3; i++) await stream(url); });
       expect(marks.map((m) => m[0])).to.deep.equal(Array(3).fill(['arrived', 'called', 'sent', 'answered', 'wrote']).flat());
       const { streams, dropped } = streamsOf(marks);
       expect(streams).to.have.length(3);
@@ -87,6 +124,25 @@ describe('bench:timeline', () => {
         expect(s.sent).to.be.below(s.answered);
         expect(s.answered).to.be.at.most(s.wrote);
       }
+    });
+
+    it('tags each mark with its stream\'s sequence number when TIMELINE_TAGGED is set, streams in flight at once', async () => {
+      const url = await startProxy({ TIMELINE_TAGGED: '1' });
+      const marks = await recorded(() => Promise.all([41, 42, 43].map((seq) => stream(url, seq))));
+      expect(marks).to.have.length(15);
+      for (const seq of [41, 42, 43]) {
+        expect(marks.filter((m) => m[2] === seq).map((m) => m[0])).to.deep.equal(['arrived', 'called', 'sent', 'answered', 'wrote']);
+      }
+      // on the client's clock (hrtime, µs): sent before the proxy's arrival, first byte after its first write
+      const client = new Map([41, 42, 43].map((seq) => {
+        const own = marks.filter((m) => m[2] === seq);
+        return [seq, { sent: own[0][1] - 1, first: own[4][1] + 1 }];
+      }));
+      const { streams, dropped } = tracesOf(marks, client);
+      expect(streams).to.have.length(3);
+      expect(dropped).to.equal(0);
+      const now = Number(process.hrtime.bigint() / 1000n);
+      for (const s of streams) expect(now - s.arrived).to.be.within(0, 60_000_000); // the same monotonic clock as this process
     });
   });
 });
