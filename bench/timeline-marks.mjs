@@ -12,7 +12,9 @@
  *
  * Each mark is `[name, µs]`, in the order they happened. With `TIMELINE_TAGGED` set (`--together`: many requests
  * at once), each mark is `[name, µs, seq]`: the client's sequence number, from its `x-bench-seq` header (arrived,
- * wrote) or from `bench #<seq>` in the body undici sends upstream (called; sent and answered are its request's).
+ * wrote) or from `bench #<seq>` in the body undici sends upstream (called; sent and answered are its request's);
+ * that upstream request gets the header too (undici's `addHeader`, as tracing does), so a preloaded upstream (the
+ * simulator) tags its own marks of it.
  * The times are `process.hrtime`'s, the system's monotonic clock, so they compare with the client's.
  * Plain JavaScript: it runs beside the bundle.
  */
@@ -43,7 +45,10 @@ if (!tagged) {
   dc.subscribe('http.server.request.start', markTagged('arrived', (m) => Number(m.request.headers['x-bench-seq'])));
   dc.subscribe('undici:request:create', markTagged('called', (m) => {
     const seq = seqOfBody(m.request.body);
-    if (seq !== undefined) seqOfUpstream.set(m.request, seq);
+    if (seq !== undefined) {
+      seqOfUpstream.set(m.request, seq);
+      m.request.addHeader('x-bench-seq', String(seq));
+    }
     return seq;
   }));
   dc.subscribe('undici:client:sendHeaders', markTagged('sent', (m) => seqOfUpstream.get(m.request)));

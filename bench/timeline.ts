@@ -24,7 +24,9 @@
  * monotonic clock: the steps above, plus the client to the process (sent by the client -> arrived: the wait before
  * the process parses the request, e.g. behind other work in its turn), the process to the client (the first write
  * -> the client's first byte), and the client's TTFB. Rounds straight to the simulator give the direct TTFB, so
- * the table shows what each adds, as the benchmark does.
+ * the table shows what each adds, as the benchmark does. The simulator is preloaded too, and each upstream request
+ * carries its stream's number in a header, so the upstream step splits into the way to the simulator, the
+ * simulator's own work and the way back. `--dump <file>`: every stream's marks as JSON, for a closer look.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -68,7 +70,8 @@ export function streamsOf(marks: Mark[]): { streams: Array<Record<Step, number>>
 
 /** A tagged stream from the client's side: when its request was made and its first byte came (hrtime µs). */
 export interface ClientTimes { sent: number; first: number }
-const TRACE = ['client', ...STEPS, 'first'] as const;
+/** `upArrived`, `upWrote`: the simulator's own marks of the upstream request (its arrival, its first write). */
+const TRACE = ['client', 'arrived', 'called', 'sent', 'upArrived', 'upWrote', 'answered', 'wrote', 'first'] as const;
 type TraceStep = (typeof TRACE)[number];
 
 /**
@@ -105,11 +108,18 @@ const TOGETHER_PHASES: Array<[string, TraceStep, TraceStep]> = [
   ['the client to the process', 'client', 'arrived'],
   ['before the call', 'arrived', 'called'],
   ["undici's turn", 'called', 'sent'],
-  ['the upstream', 'sent', 'answered'],
+  ['the upstream, in all', 'sent', 'answered'],
+  ['  to the simulator', 'sent', 'upArrived'],
+  ['  the simulator', 'upArrived', 'upWrote'],
+  ['  back from it', 'upWrote', 'answered'],
   ['after the answer', 'answered', 'wrote'],
   ['the process to the client', 'wrote', 'first'],
+  ['inside the process (arrived → wrote)', 'arrived', 'wrote'],
   ['the client TTFB', 'client', 'first'],
 ];
+/** The simulator's marks of a proxy's upstream requests, named as steps of the proxy's trace. */
+const asUpstream = (marks: Mark[]): Mark[] =>
+  marks.map(([name, t, seq]) => [name === 'arrived' ? 'upArrived' : name === 'wrote' ? 'upWrote' : `sim ${name}`, t, seq]);
 
 /**
  * The benchmark's paced streams started together (`streaming(url, key, 16, n, PACED_MODEL)`), each request tagged
@@ -200,17 +210,23 @@ async function main() {
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'],
       TOGETHER ? { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: simOut, TIMELINE_TAGGED: '1' } : {}, /(http:\/\/127\.0\.0\.1:\d+)/);
     const simUrl = sim.match[1];
-    /** Runs `load` with `pid` recording marks; its marks. */
-    const recorded = async <T>(pid: number, file: string, label: string, load: () => Promise<T>): Promise<{ res: T; marks: Mark[] }> => {
-      fs.rmSync(file, { force: true });
-      process.kill(pid, 'SIGUSR2');
-      const res = await load();
-      process.kill(pid, 'SIGUSR2');
-      for (let i = 0; !fs.existsSync(file); i++) {
-        if (i > 100) throw new Error(`${label} wrote no marks`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+    /** Runs `load` with the processes `[pid, marks file]` recording marks; their marks, in that order. */
+    const recorded = async <T>(procs: Array<[number, string]>, label: string, load: () => Promise<T>): Promise<{ res: T; marks: Mark[][] }> => {
+      for (const [pid, file] of procs) {
+        fs.rmSync(file, { force: true });
+        process.kill(pid, 'SIGUSR2');
       }
-      return { res, marks: JSON.parse(fs.readFileSync(file, 'utf8')) as Mark[] };
+      const res = await load();
+      for (const [pid] of procs) process.kill(pid, 'SIGUSR2');
+      const marks: Mark[][] = [];
+      for (const [, file] of procs) {
+        for (let i = 0; !fs.existsSync(file); i++) {
+          if (i > 100) throw new Error(`${label} wrote no marks`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        marks.push(JSON.parse(fs.readFileSync(file, 'utf8')) as Mark[]);
+      }
+      return { res, marks };
     };
     const tag: Record<string, string> = TOGETHER ? { TIMELINE_TAGGED: '1' } : {};
     const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out, ...tag }, /(http:\/\/127\.0\.0\.1:\d+)/);
@@ -239,24 +255,25 @@ async function main() {
         if (TOGETHER && t === order[0]) {
           // the simulator straight, in each round (the benchmark's "direct"): what the proxies' TTFB adds to
           const from = (seq += N) - N;
-          const { res, marks } = await recorded(sim.child.pid!, simOut, 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
-          const { streams, dropped } = tracesOf(marks, res.client, ['client', 'arrived', 'wrote', 'first']);
+          const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
+          const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
           direct.traces.push(...streams);
           direct.dropped += dropped;
           direct.ttfb.push(res.ttfbP50);
           log(`round ${r}/${ROUNDS} direct: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
         }
         const from = (seq += N) - N;
-        const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(pid, out, t.label,
+        const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
+          TOGETHER ? [[pid, out], [sim.child.pid!, simOut]] : [[pid, out]], t.label,
           () => (TOGETHER ? taggedStreaming(url, key, 16, N, from) : streaming(url, key, 1, N, STREAM_MODEL)));
         let inside: number;
         if (res.client) {
-          const { streams, dropped } = tracesOf(marks, res.client);
+          const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
           t.traces.push(...streams);
           t.dropped += dropped;
           inside = quartiles(streams, 'arrived', 'wrote').p50;
         } else {
-          const { streams, dropped } = streamsOf(marks);
+          const { streams, dropped } = streamsOf(marks[0]);
           t.streams.push(...streams);
           t.dropped += dropped;
           inside = quartiles(streams, 'arrived', 'wrote').p50;
@@ -286,6 +303,8 @@ async function main() {
       rows.push(['added TTFB over direct, medians (ms)', ...targets.map((t) => String(round(median(t.ttfb) - d, 3))), '–', '']);
     }
     console.log(formatTable(rows));
+    const dump = arg('--dump');
+    if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t) => [t.label, TOGETHER ? t.traces : t.streams]))));
     const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
     console.log(`\n(${TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time'}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {

@@ -41,16 +41,17 @@ describe('bench:timeline', () => {
     it('pairs interleaved marks by sequence number with the client\'s times, and leaves out incomplete or disordered streams', () => {
       const marks: Mark[] = [
         ['arrived', 100, 7], ['arrived', 110, 8], ['called', 150, 7], ['called', 170, 8], ['arrived', 175, 9],
-        ['sent', 200, 7], ['sent', 201, 8], ['answered', 500, 8], ['answered', 520, 7], ['wrote', 530, 8], ['wrote', 560, 7],
-        ['called', 190, 9], ['sent', 210, 9], ['wrote', 600, 9], // 9: no `answered`
-        ['arrived', 700, 10], ['called', 720, 10], ['sent', 730, 10], ['answered', 900, 10], ['wrote', 880, 10], // 10: wrote before answered
+        ['sent', 200, 7], ['sent', 201, 8], ['upArrived', 300, 7], ['upArrived', 320, 8], ['upWrote', 350, 7], ['upWrote', 380, 8], // the simulator's
+        ['answered', 500, 8], ['answered', 520, 7], ['wrote', 530, 8], ['wrote', 560, 7],
+        ['called', 190, 9], ['sent', 210, 9], ['upArrived', 330, 9], ['upWrote', 390, 9], ['wrote', 600, 9], // 9: no `answered`
+        ['arrived', 700, 10], ['called', 720, 10], ['sent', 730, 10], ['upArrived', 800, 10], ['upWrote', 850, 10], ['answered', 900, 10], ['wrote', 880, 10], // 10: wrote before answered
         ['called', 300, undefined], // an upstream request without a tag: not counted
       ];
       const client = new Map<number, ClientTimes>([[7, { sent: 40, first: 640 }], [8, { sent: 60, first: 580 }], [9, { sent: 90, first: 700 }], [10, { sent: 650, first: 950 }]]);
       const { streams, dropped } = tracesOf(marks, client);
       expect(streams).to.deep.equal([
-        { arrived: 100, called: 150, sent: 200, answered: 520, wrote: 560, client: 40, first: 640 },
-        { arrived: 110, called: 170, sent: 201, answered: 500, wrote: 530, client: 60, first: 580 },
+        { arrived: 100, called: 150, sent: 200, upArrived: 300, upWrote: 350, answered: 520, wrote: 560, client: 40, first: 640 },
+        { arrived: 110, called: 170, sent: 201, upArrived: 320, upWrote: 380, answered: 500, wrote: 530, client: 60, first: 580 },
       ]);
       expect(dropped).to.equal(2);
       // the client to the process: 60 and 50 µs
@@ -128,8 +129,11 @@ describe('bench:timeline', () => {
 
     it('tags each mark with its stream\'s sequence number when TIMELINE_TAGGED is set, streams in flight at once', async () => {
       const url = await startProxy({ TIMELINE_TAGGED: '1' });
+      sim.reset();
       const marks = await recorded(() => Promise.all([41, 42, 43].map((seq) => stream(url, seq))));
       expect(marks).to.have.length(15);
+      // each upstream request carries its stream's number (added by the preload), so a preloaded upstream tags its marks
+      expect(sim.calls.map((c) => c.headers['x-bench-seq']).sort()).to.deep.equal(['41', '42', '43']);
       for (const seq of [41, 42, 43]) {
         expect(marks.filter((m) => m[2] === seq).map((m) => m[0])).to.deep.equal(['arrived', 'called', 'sent', 'answered', 'wrote']);
       }
@@ -138,7 +142,8 @@ describe('bench:timeline', () => {
         const own = marks.filter((m) => m[2] === seq);
         return [seq, { sent: own[0][1] - 1, first: own[4][1] + 1 }];
       }));
-      const { streams, dropped } = tracesOf(marks, client);
+      // (no simulator's marks here: the simulator is not preloaded)
+      const { streams, dropped } = tracesOf(marks, client, ['client', 'arrived', 'called', 'sent', 'answered', 'wrote', 'first']);
       expect(streams).to.have.length(3);
       expect(dropped).to.equal(0);
       const now = Number(process.hrtime.bigint() / 1000n);
