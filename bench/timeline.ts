@@ -240,6 +240,17 @@ async function main() {
     for (let r = 1; r <= ROUNDS; r++) {
       // the gateways in alternating order, each a fresh process warmed up (as bench:ab: a process can run slow for life)
       const order = r % 2 || targets.length === 2 ? targets : [targets[1], targets[0], targets[2]];
+      if (TOGETHER) {
+        // the simulator straight (the benchmark's "direct"), what the proxies' TTFB adds to: at the round's start, not
+        // between a gateway's warm-up and its measurement (a gateway left idle for those seconds measured slower)
+        const from = (seq += N) - N;
+        const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
+        const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
+        direct.traces.push(...streams);
+        direct.dropped += dropped;
+        direct.ttfb.push(res.ttfbP50);
+        log(`round ${r}/${ROUNDS} direct: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
+      }
       for (const t of order) {
         let url = bare.match[1];
         let key = 'unused';
@@ -251,16 +262,6 @@ async function main() {
           stop = () => new Promise<void>((resolve) => { gw.child.once('exit', () => resolve()); gw.stop(); });
           log(`warming up ${t.label} for ~${WARMUP} s`);
           await warm(url, key);
-        }
-        if (TOGETHER && t === order[0]) {
-          // the simulator straight, in each round (the benchmark's "direct"): what the proxies' TTFB adds to
-          const from = (seq += N) - N;
-          const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
-          const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
-          direct.traces.push(...streams);
-          direct.dropped += dropped;
-          direct.ttfb.push(res.ttfbP50);
-          log(`round ${r}/${ROUNDS} direct: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
         }
         const from = (seq += N) - N;
         const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
