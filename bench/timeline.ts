@@ -242,7 +242,8 @@ async function main() {
       const order = r % 2 || targets.length === 2 ? targets : [targets[1], targets[0], targets[2]];
       if (TOGETHER) {
         // the simulator straight (the benchmark's "direct"), what the proxies' TTFB adds to: at the round's start, not
-        // between a gateway's warm-up and its measurement (a gateway left idle for those seconds measured slower)
+        // between a gateway's warm-up and its measurement (placed there, the gateway measured after it was the slower
+        // one in every round of two runs: docs/PERFORMANCE.md, session 22)
         const from = (seq += N) - N;
         const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
         const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
@@ -305,7 +306,8 @@ async function main() {
     }
     console.log(formatTable(rows));
     const dump = arg('--dump');
-    if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t) => [t.label, TOGETHER ? t.traces : t.streams]))));
+    // keyed by column, numbered: `--base HEAD --head HEAD` gives two columns one label
+    if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t, i) => [`${i + 1} ${t.label}`, TOGETHER ? t.traces : t.streams]))));
     const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
     console.log(`\n(${TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time'}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {
