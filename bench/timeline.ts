@@ -27,6 +27,8 @@
  * the table shows what each adds, as the benchmark does. The simulator is preloaded too, and each upstream request
  * carries its stream's number in a header, so the upstream step splits into the way to the simulator, the
  * simulator's own work and the way back. `--dump <file>`: every stream's marks as JSON, for a closer look.
+ * `--burst`: the same for the benchmark's burst streams (the simulator writing its 20 chunks at once, 16 at a time,
+ * 400 per round unless --n): the steps of the streams that keep the machine's two cores busy.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -126,7 +128,7 @@ const asUpstream = (marks: Mark[]): Mark[] =>
  * with its sequence number (header `x-bench-seq`, and `bench #<seq>` in its message), timed by the client on
  * hrtime's clock (µs): when the request was made and when its first body byte came.
  */
-async function taggedStreaming(url: string, key: string, concurrency: number, total: number, firstSeq: number) {
+async function taggedStreaming(url: string, key: string, concurrency: number, total: number, firstSeq: number, model = PACED_MODEL) {
   const client = new Map<number, ClientTimes>();
   const ttfb: number[] = [];
   let errors = 0;
@@ -135,7 +137,7 @@ async function taggedStreaming(url: string, key: string, concurrency: number, to
   async function worker() {
     while (next < total) {
       const seq = firstSeq + next++;
-      const body = JSON.stringify({ model: PACED_MODEL, stream: true, max_tokens: 64, messages: [{ role: 'user', content: `Say hello to bench #${seq}.` }] });
+      const body = JSON.stringify({ model, stream: true, max_tokens: 64, messages: [{ role: 'user', content: `Say hello to bench #${seq}.` }] });
       const sent = us();
       const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-bench-seq': String(seq) }, body });
       let first = 0;
@@ -184,8 +186,10 @@ interface Target {
 }
 
 async function main() {
-  const TOGETHER = process.argv.includes('--together');
-  const N = Number(arg('--n') ?? (TOGETHER ? 320 : 400));
+  const BURST = process.argv.includes('--burst');
+  const TOGETHER = BURST || process.argv.includes('--together');
+  const MODEL = BURST ? STREAM_MODEL : PACED_MODEL;
+  const N = Number(arg('--n') ?? (TOGETHER && !BURST ? 320 : 400));
   const ROUNDS = Number(arg('--rounds') ?? 3);
   const WARMUP = Number(arg('--warmup') ?? 12);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' } : {};
@@ -245,7 +249,7 @@ async function main() {
         // between a gateway's warm-up and its measurement (placed there, the gateway measured after it was the slower
         // one in every round of two runs: docs/PERFORMANCE.md, session 22)
         const from = (seq += N) - N;
-        const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from));
+        const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from, MODEL));
         const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
         direct.traces.push(...streams);
         direct.dropped += dropped;
@@ -267,7 +271,7 @@ async function main() {
         const from = (seq += N) - N;
         const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
           TOGETHER ? [[pid, out], [sim.child.pid!, simOut]] : [[pid, out]], t.label,
-          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from) : streaming(url, key, 1, N, STREAM_MODEL)));
+          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL) : streaming(url, key, 1, N, STREAM_MODEL)));
         let inside: number;
         if (res.client) {
           const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
@@ -309,7 +313,8 @@ async function main() {
     // keyed by column, numbered: `--base HEAD --head HEAD` gives two columns one label
     if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t, i) => [`${i + 1} ${t.label}`, TOGETHER ? t.traces : t.streams]))));
     const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
-    console.log(`\n(${TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time'}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
+    const mode = BURST ? 'burst streams at concurrency 16, tagged' : TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time';
+    console.log(`\n(${mode}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {
     for (const b of builds) b.cleanup?.();
     fs.rmSync(dir, { recursive: true, force: true });
