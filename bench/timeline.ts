@@ -124,7 +124,8 @@ const asUpstream = (marks: Mark[]): Mark[] =>
   marks.map(([name, t, seq]) => [name === 'arrived' ? 'upArrived' : name === 'wrote' ? 'upWrote' : `sim ${name}`, t, seq]);
 
 /**
- * The benchmark's paced streams started together (`streaming(url, key, 16, n, PACED_MODEL)`), each request tagged
+ * The benchmark's paced streams started together (`streaming(url, key, 16, n, PACED_MODEL)`; with `model`
+ * STREAM_MODEL, its burst streams), each request tagged
  * with its sequence number (header `x-bench-seq`, and `bench #<seq>` in its message), timed by the client on
  * hrtime's clock (µs): when the request was made and when its first body byte came.
  */
