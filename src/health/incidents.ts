@@ -1,7 +1,8 @@
 /**
  * Incidents: periods during which a model was `unhealthy` on a gateway. Status is derived from the calls, so
  * incidents are opened and resolved by re-evaluating it: right after each batch of calls is written (for the
- * pairs in the batch) and once a minute for the pairs with an open incident (a status also changes when old
+ * pairs with a failed call in the batch, and every pair with an open incident: only a failure can open one,
+ * src/health/service.ts) and once a minute for the pairs with an open incident (a status also changes when old
  * calls leave the 24 h window). A partial unique index keeps one open incident per pair across instances.
  */
 import type { Kysely } from 'kysely';

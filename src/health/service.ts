@@ -8,7 +8,7 @@ import type { Database } from '../store/schema.js';
 import type { Recorder } from '../engine/recorder.js';
 import { round } from '../stats/facts.js';
 import { queryRecords, windows, type RecordQuery, type RecordRow } from './records.js';
-import { IncidentTracker } from './incidents.js';
+import { IncidentTracker, type Pair } from './incidents.js';
 import { pruneHealth } from '../store/health.js';
 import { countStatuses, providerStatus, systemStatus, type ProviderStatus } from './rules.js';
 
@@ -109,8 +109,13 @@ export class HealthService {
   start(recorder: Recorder, sweepMs = 60_000, historyDays = 7): void {
     recorder.onFlush((_u, h) => {
       if (!h.length) return;
-      const pairs = [...new Map(h.map((o) => [`${o.gateway}\u0000${o.model}`, { gateway: o.gateway, model: o.model }])).values()];
-      this.track(this.incidents.reconcile(pairs, true));
+      // Only a failed call can turn a pair unhealthy: a success raises its success rate over the last calls and ends
+      // a run of failures. So the pairs evaluated after a batch are those with a failure in it, and `reconcile` adds
+      // the pairs with an open incident, which successes may resolve. (Evaluating every pair of every batch ran the
+      // records query on the event loop four times a second under load: docs/PERFORMANCE.md, session 23.)
+      const failed = new Map<string, Pair>();
+      for (const o of h) if (!o.ok) failed.set(`${o.gateway}\u0000${o.model}`, { gateway: o.gateway, model: o.model });
+      this.track(this.incidents.reconcile([...failed.values()], true));
     });
     this.sweep ??= setInterval(() => {
       this.track(this.incidents.reconcile());

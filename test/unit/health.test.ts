@@ -216,6 +216,35 @@ for (const dialect of DIALECTS) {
         await recorder.stop();
       }
     });
+
+    it('only a failed call opens an incident: successes after calls that left a model unhealthy open none (through the recorder)', async () => {
+      // written straight to the store, as another instance would: no evaluation follows them here
+      await store.health.record(calls('gw', 'p', 'p/stale', seq('0', 6, '1', 2), { endAgo: 20 * MIN }));
+      const recorder = new Recorder(store, createLogger('silent'), 60_000);
+      health.start(recorder, 3_600_000);
+      try {
+        const write = async (obs: HealthObservation[]) => {
+          for (const o of obs) recorder.recordHealth(o);
+          await recorder.flush();
+          await health.settled();
+        };
+        await write(calls('gw', 'p', 'p/stale', '1', { endAgo: 10 * MIN })); // 3 of 9 ok: still unhealthy
+        let d = await health.detail('p', 'stale');
+        expect(d!.model.status).to.equal('unhealthy');
+        expect(d!.incidents).to.deep.equal([]);
+        await write(calls('gw', 'p', 'p/stale', '0', { endAgo: 5 * MIN }));
+        d = await health.detail('p', 'stale');
+        expect(d!.incidents).to.deep.equal([{ id: d!.incidents[0].id, started_at: iso(NOW - 5 * MIN), resolved_at: null, status: 'ongoing', error_message: 'boom 0' }]);
+        // successes resolve the open incident (it is evaluated after every batch while it is open)
+        await write(calls('gw', 'p', 'p/stale', seq('1', 40), { endAgo: 2 * MIN, stepMs: 1000 }));
+        d = await health.detail('p', 'stale');
+        expect(d!.model.status).to.not.equal('unhealthy');
+        expect(d!.incidents[0]).to.deep.include({ resolved_at: iso(NOW - 2 * MIN), status: 'resolved' });
+      } finally {
+        await health.stop();
+        await recorder.stop();
+      }
+    });
   });
 }
 
