@@ -19,6 +19,18 @@ describe('hold ids', () => {
     // 5,000 ids in a few milliseconds: the 12-bit counter orders them, the clock part only moves forward
     expect(ms(ids[ids.length - 1])).to.be.within(ms(ids[0]), after + 2);
   });
+
+  it('carry 62 random bits: the variant digit takes its four values evenly and no two random parts repeat', () => {
+    const ids = Array.from({ length: 8000 }, newHoldId);
+    const variants = new Map<string, number>();
+    for (const id of ids) variants.set(id[19], (variants.get(id[19]) ?? 0) + 1);
+    expect([...variants.keys()].sort()).to.deep.equal(['8', '9', 'a', 'b']);
+    // 2,000 expected each; the standard deviation is ~39
+    for (const n of variants.values()) expect(n).to.be.within(1700, 2300);
+    expect(new Set(ids.map((id) => id.slice(19))).size).to.equal(ids.length);
+    // every hex digit turns up in the random part (not a fixed or truncated source)
+    expect(new Set(ids.map((id) => id.slice(20)).join('').replace(/-/g, '')).size).to.equal(16);
+  });
 });
 
 for (const dialect of DIALECTS) {
