@@ -22,7 +22,8 @@ export interface IncidentView {
   error_message: string | null;
 }
 
-const key = (p: Pair) => `${p.gateway}\u0000${p.model}`;
+/** A pair's key in maps of pairs. */
+export const pairKey = (p: Pair) => `${p.gateway}\u0000${p.model}`;
 
 export class IncidentTracker {
   constructor(private readonly db: Kysely<Database>, private readonly clock: () => number) {}
@@ -36,13 +37,13 @@ export class IncidentTracker {
     const open = await this.db.selectFrom('health_incidents').select(['id', 'gateway', 'model', 'started_at', 'error_message'])
       .where('resolved_at', 'is', null).execute();
     const wanted = new Map<string, Pair>();
-    for (const p of [...pairs, ...open]) wanted.set(key(p), { gateway: p.gateway, model: p.model });
+    for (const p of [...pairs, ...open]) wanted.set(pairKey(p), { gateway: p.gateway, model: p.model });
     if (!wanted.size) return;
-    const openBy = new Map(open.map((o) => [key(o), o]));
+    const openBy = new Map(open.map((o) => [pairKey(o), o]));
     const { rows } = await queryRecords(this.db, now, { models: [...new Set([...wanted.values()].map((p) => p.model))] });
     for (const r of rows) {
-      if (!wanted.has(key(r))) continue;
-      const inc = openBy.get(key(r));
+      if (!wanted.has(pairKey(r))) continue;
+      const inc = openBy.get(pairKey(r));
       if (r.status === 'unhealthy' && !inc) {
         await this.db.insertInto('health_incidents').values({
           gateway: r.gateway, model: r.model, provider: r.provider, started_at: afterCalls ? r.last_checked : now,

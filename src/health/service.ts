@@ -8,7 +8,7 @@ import type { Database } from '../store/schema.js';
 import type { Recorder } from '../engine/recorder.js';
 import { round } from '../stats/facts.js';
 import { queryRecords, windows, type RecordQuery, type RecordRow } from './records.js';
-import { IncidentTracker, type Pair } from './incidents.js';
+import { IncidentTracker, pairKey, type Pair } from './incidents.js';
 import { pruneHealth } from '../store/health.js';
 import { countStatuses, providerStatus, systemStatus, type ProviderStatus } from './rules.js';
 
@@ -114,7 +114,7 @@ export class HealthService {
       // the pairs with an open incident, which successes may resolve. (Evaluating every pair of every batch ran the
       // records query on the event loop four times a second under load: docs/PERFORMANCE.md, session 23.)
       const failed = new Map<string, Pair>();
-      for (const o of h) if (!o.ok) failed.set(`${o.gateway}\u0000${o.model}`, { gateway: o.gateway, model: o.model });
+      for (const o of h) if (!o.ok) failed.set(pairKey(o), { gateway: o.gateway, model: o.model });
       this.track(this.incidents.reconcile([...failed.values()], true));
     });
     this.sweep ??= setInterval(() => {

@@ -12,8 +12,9 @@ export const nanoToUsd = (nano: number): number => nano / NANO;
 
 let lastMs = 0;
 let seq = 0;
-/** The id's first 15 characters (the 48-bit time and the version digit) for `lastMs`, made once per millisecond. */
+/** The id's first 15 characters (the 48-bit time and the version digit) for `headMs`, made once per millisecond. */
 let head = '';
+let headMs = -1;
 
 /**
  * A new hold id: a UUIDv7 (RFC 9562: 48-bit Unix milliseconds, a counter within the millisecond, random bits).
@@ -26,13 +27,12 @@ export function newHoldId(): string {
   if (ms > lastMs) {
     lastMs = ms;
     seq = 0;
-    head = '';
   } else if (++seq > 0xfff) {
     lastMs += 1;
     seq = 0;
-    head = '';
   }
-  if (!head) {
+  if (headMs !== lastMs) {
+    headMs = lastMs;
     // two 24-bit halves: small integers format fast, a 48-bit number goes through V8's general radix conversion
     const t = hex6(Math.floor(lastMs / 0x1000000)) + hex6(lastMs % 0x1000000);
     head = `${t.slice(0, 8)}-${t.slice(8)}-7`;

@@ -190,44 +190,41 @@ for (const dialect of DIALECTS) {
       expect(d!.gateways.map((g) => g.gateway)).to.deep.equal(['g1', 'g2']);
     });
 
-    it('incidents open when a model turns unhealthy and resolve when it recovers (through the recorder)', async () => {
+    /** Runs `body` with the health service started on a recorder; `write` records calls and waits for what follows a flush. */
+    async function throughRecorder(body: (write: (obs: HealthObservation[]) => Promise<void>) => Promise<void>) {
       const recorder = new Recorder(store, createLogger('silent'), 60_000);
       health.start(recorder, 3_600_000);
       try {
-        const write = async (obs: HealthObservation[]) => {
+        await body(async (obs) => {
           for (const o of obs) recorder.recordHealth(o);
           await recorder.flush();
           await health.settled();
-        };
-        await write(calls('gw', 'p', 'p/flaky', '000', { endAgo: 30 * MIN }));
-        let d = await health.detail('p', 'flaky');
-        expect(d!.incidents).to.deep.equal([{ id: d!.incidents[0].id, started_at: iso(NOW - 30 * MIN), resolved_at: null, status: 'ongoing', error_message: 'boom 2' }]);
-        await write(calls('gw', 'p', 'p/flaky', seq('1', 20), { endAgo: 10 * MIN })); // 20 of 23 → degraded
-        d = await health.detail('p', 'flaky');
-        expect(d!.model.status).to.equal('degraded');
-        expect(d!.incidents[0]).to.deep.include({ resolved_at: iso(NOW - 10 * MIN), status: 'resolved' });
-        await write(calls('gw', 'p', 'p/flaky', '000', { endAgo: 2 * MIN }));
-        d = await health.detail('p', 'flaky');
-        expect(d!.incidents.map((i) => [i.status, i.started_at])).to.deep.equal([['ongoing', iso(NOW - 2 * MIN)], ['resolved', iso(NOW - 30 * MIN)]]);
-        await health.incidents.reconcile(); // a sweep with nothing changed keeps one open incident
-        expect((await health.detail('p', 'flaky'))!.incidents.filter((i) => i.status === 'ongoing')).to.have.length(1);
+        });
       } finally {
         await health.stop();
         await recorder.stop();
       }
-    });
+    }
+
+    it('incidents open when a model turns unhealthy and resolve when it recovers (through the recorder)', () => throughRecorder(async (write) => {
+      await write(calls('gw', 'p', 'p/flaky', '000', { endAgo: 30 * MIN }));
+      let d = await health.detail('p', 'flaky');
+      expect(d!.incidents).to.deep.equal([{ id: d!.incidents[0].id, started_at: iso(NOW - 30 * MIN), resolved_at: null, status: 'ongoing', error_message: 'boom 2' }]);
+      await write(calls('gw', 'p', 'p/flaky', seq('1', 20), { endAgo: 10 * MIN })); // 20 of 23 → degraded
+      d = await health.detail('p', 'flaky');
+      expect(d!.model.status).to.equal('degraded');
+      expect(d!.incidents[0]).to.deep.include({ resolved_at: iso(NOW - 10 * MIN), status: 'resolved' });
+      await write(calls('gw', 'p', 'p/flaky', '000', { endAgo: 2 * MIN }));
+      d = await health.detail('p', 'flaky');
+      expect(d!.incidents.map((i) => [i.status, i.started_at])).to.deep.equal([['ongoing', iso(NOW - 2 * MIN)], ['resolved', iso(NOW - 30 * MIN)]]);
+      await health.incidents.reconcile(); // a sweep with nothing changed keeps one open incident
+      expect((await health.detail('p', 'flaky'))!.incidents.filter((i) => i.status === 'ongoing')).to.have.length(1);
+    }));
 
     it('only a failed call opens an incident: successes after calls that left a model unhealthy open none (through the recorder)', async () => {
       // written straight to the store, as another instance would: no evaluation follows them here
       await store.health.record(calls('gw', 'p', 'p/stale', seq('0', 6, '1', 2), { endAgo: 20 * MIN }));
-      const recorder = new Recorder(store, createLogger('silent'), 60_000);
-      health.start(recorder, 3_600_000);
-      try {
-        const write = async (obs: HealthObservation[]) => {
-          for (const o of obs) recorder.recordHealth(o);
-          await recorder.flush();
-          await health.settled();
-        };
+      await throughRecorder(async (write) => {
         await write(calls('gw', 'p', 'p/stale', '1', { endAgo: 10 * MIN })); // 3 of 9 ok: still unhealthy
         let d = await health.detail('p', 'stale');
         expect(d!.model.status).to.equal('unhealthy');
@@ -240,10 +237,7 @@ for (const dialect of DIALECTS) {
         d = await health.detail('p', 'stale');
         expect(d!.model.status).to.not.equal('unhealthy');
         expect(d!.incidents[0]).to.deep.include({ resolved_at: iso(NOW - 2 * MIN), status: 'resolved' });
-      } finally {
-        await health.stop();
-        await recorder.stop();
-      }
+      });
     });
   });
 }
