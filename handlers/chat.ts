@@ -1,5 +1,4 @@
 /** POST /v1/chat/completions: OpenAI wire in, the engine, OpenAI wire out (JSON or SSE). */
-import crypto from 'node:crypto';
 import type { Handler, HandlerCtx } from '../src/app.js';
 import { ApiError, forbidden, notFound } from '../src/errors.js';
 import { parseChatRequest } from '../src/wire/openai-chat.js';
@@ -8,6 +7,7 @@ import { gatewayUsage, clientError, type Served } from '../src/engine/chat.js';
 import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
 import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 import type { ChatSession } from '../src/store/sessions.js';
+import { uuid4 } from '../src/ids.js';
 
 const servedHeaders = (s: { offer: { gateway: string; upstreamModel: string } }) => ({
   'X-Gateway-Provider': s.offer.gateway,
@@ -67,7 +67,8 @@ export const createChatCompletion: Handler = async (ctx) => {
   const req = parseChatRequest(ctx.body);
   // Awaited only when asked for: each await of an answer already known is a microtask step on the way upstream.
   const session = ctx.query.session_id === undefined || ctx.query.session_id === null ? undefined : await withSession(ctx, req);
-  const userText = lastUserText(req);
+  // The user's turn as sent (before augmentation), kept only for a session's history.
+  const userText = session ? lastUserText(req) : undefined;
   const abort = clientGone(ctx.res);
   if (ctx.body.auto_web_search === true) await augment(ctx, req, abort.signal);
   const call = { principal: ctx.principal!, requestId: ctx.requestId, endpoint: 'chat.completions', pinGateway: ctx.body.provider, signal: abort.signal };
@@ -79,12 +80,12 @@ export const createChatCompletion: Handler = async (ctx) => {
   }
 
   const stream = await engine.stream(req, call);
-  const writer = new OpenAIChunkWriter(`chatcmpl-${crypto.randomUUID()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
+  const writer = new OpenAIChunkWriter(`chatcmpl-${uuid4()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
   startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
   try {
     for await (const ev of stream.events) {
-      if (ev.type === 'text' && ev.index === 0) reply += ev.text;
+      if (session && ev.type === 'text' && ev.index === 0) reply += ev.text;
       const full = writeFrame(ctx.res, writer.write(ev));
       if (full) await full;
       if (abort.signal.aborted) break;

@@ -10,7 +10,6 @@
  * node:http one's throughput (docs/PERFORMANCE.md), so the requests that carry the traffic do not pass through it.
  * Errors of every kind leave through one function (sendError) so their bodies match the spec.
  */
-import crypto from 'node:crypto';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
@@ -31,6 +30,7 @@ import { opsRoutes } from './ops-routes.js';
 import { docsRouter } from './docs.js';
 import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
 import { queueHeaders, startHead } from './head.js';
+import { uuid4 } from './ids.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -241,7 +241,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         const admission = await deps.services.limits.admit(ctx.principal);
         if (admission) {
           queueHeaders(res, admission.headers);
-          res.once('close', admission.release);
+          res.on('close', admission.release); // `on`, not `once`: a response closes once, and release is idempotent
         }
         const reply = await handler(ctx);
         if (!reply || res.headersSent) return;
@@ -269,13 +269,14 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   /** Headers, request id, counting, access log, CORS, path checks and drain; false when it answered itself. */
   const prelude = (req: IncomingMessage, res: GatewayResponse): boolean => {
     const incoming = req.headers['x-request-id'];
-    const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : crypto.randomUUID();
+    const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : uuid4();
     // The security headers and the request id, queued for the head (src/head.ts: written with it in one call).
     startHead(res, SECURITY_HEADER_LIST, 'X-Request-Id', requestId);
     // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
-    res.once('close', inflight.enter());
+    // `on`, not `once`: a response closes and finishes once, and `once` wraps each listener in a bound function.
+    res.on('close', inflight.enter());
     res.locals = { requestId } as Locals;
-    res.once('finish', finished(req, res, process.hrtime.bigint()));
+    res.on('finish', finished(req, res, process.hrtime.bigint()));
     if (cors(req, res)) return false;
     const path = pathOf(req.url);
     // A path that is not valid percent-encoded UTF-8 cannot name a resource.

@@ -1,9 +1,9 @@
-import crypto from 'node:crypto';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
 import type { PgCredits } from './pg-credits.js';
 import { isoTime } from './iso-time.js';
+import { VARIANT, randomHex } from '../ids.js';
 
 /** 1 USD = 1e9 nano-USD. */
 export const NANO = 1_000_000_000;
@@ -37,30 +37,12 @@ export function newHoldId(): string {
     const t = hex6(Math.floor(lastMs / 0x1000000)) + hex6(lastMs % 0x1000000);
     head = `${t.slice(0, 8)}-${t.slice(8)}-7`;
   }
-  // 62 random bits after the variant bits (10), as 16 hex digits from a pool of random bytes
-  if (poolAt + 16 > pool.length) refillPool();
-  const h = pool.slice(poolAt, (poolAt += 16));
+  // 62 random bits after the variant bits (10), as 16 hex digits from the pool of random digits (src/ids.ts)
+  const h = randomHex(16);
   return `${head}${(0x1000 + seq).toString(16).slice(1)}-${VARIANT[h.charCodeAt(0)]}${h.slice(1, 4)}-${h.slice(4)}`;
 }
 
 const hex6 = (n: number): string => (0x1000000 + n).toString(16).slice(1);
-
-/**
- * Random hex digits for hold ids, made 4 KiB of random bytes at a time (crypto.randomFillSync, the same source as
- * randomUUID). A `randomUUID()` per id, whose string is built byte by byte, was most of an id's cost in the
- * gateway (docs/PERFORMANCE.md, session 23); randomBytes per id was 3 % of the CPU under load before it.
- */
-let pool = '';
-let poolAt = 0;
-const POOL_BYTES = 4096;
-function refillPool(): void {
-  pool = crypto.randomFillSync(Buffer.allocUnsafe(POOL_BYTES)).toString('hex');
-  poolAt = 0;
-}
-
-/** A hex digit's char code -> the UUID variant digit (binary 10xx) carrying its two low bits. */
-const VARIANT: string[] = [];
-for (let v = 0; v < 16; v++) VARIANT[v.toString(16).charCodeAt(0)] = '89ab'[v & 3];
 
 /**
  * Credit balances, their holds and their ledger. A request holds its worst-case cost with a conditional decrement

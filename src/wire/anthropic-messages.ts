@@ -3,7 +3,7 @@
  * Anthropic itself the adapter sends the client's body natively and its raw events are forwarded verbatim;
  * for every other upstream these mappings translate.
  */
-import crypto from 'node:crypto';
+import { randomHex } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { sseData } from '../stream/sse.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, StreamEvent, ToolChoice, Usage } from '../engine/types.js';
@@ -161,7 +161,7 @@ export class AnthropicEventWriter {
     if (this.raw) return '';
     switch (e.type) {
       case 'start':
-        return this.ev('message_start', { message: { id: `msg_${crypto.randomUUID().replace(/-/g, '')}`, type: 'message', role: 'assistant', model: this.model,
+        return this.ev('message_start', { message: { id: `msg_${randomHex(32)}`, type: 'message', role: 'assistant', model: this.model,
           content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } } }) + this.ev('ping', {});
       case 'text': {
         if (e.index !== 0) return '';

@@ -2,7 +2,7 @@
  * OpenAI chat wire format <-> internal types. Used on both sides: the client's /v1/chat/completions body is
  * parsed here, and OpenAI-compatible upstreams are spoken to with the same mapping reversed.
  */
-import crypto from 'node:crypto';
+import { uuid4 } from '../ids.js';
 import { badRequest } from '../errors.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, ResponseFormat, ToolChoice, ToolDef, Usage } from '../engine/types.js';
 
@@ -141,7 +141,7 @@ export function usageFrom(u: any): Usage | null {
 export function fromOpenAIResponse(j: any): ChatResult {
   if (!j || !Array.isArray(j.choices)) throw new Error('not a chat.completion');
   return {
-    id: String(j.id ?? `chatcmpl-${crypto.randomUUID()}`),
+    id: String(j.id ?? `chatcmpl-${uuid4()}`),
     model: String(j.model ?? ''),
     created: Number(j.created ?? Math.floor(Date.now() / 1000)),
     choices: j.choices.map((c: any, i: number) => ({
