@@ -25,6 +25,40 @@ describe('Cancellation', () => {
     expect((d.reason as DOMException).name).to.equal('AbortError');
   });
 
+  it('calls each abort listener once, with the signal as this; keeps a listener added twice once; removes; ignores other types', () => {
+    const c = new Cancellation();
+    const calls: string[] = [];
+    const fn = function (this: unknown, ev: Event) { calls.push(`fn ${this === c} ${ev.type}`); };
+    const gone = () => calls.push('removed');
+    c.signal.addEventListener('abort', fn);
+    c.signal.addEventListener('abort', fn, { once: true });
+    c.signal.addEventListener('abort', { handleEvent: (ev: Event) => calls.push(`object ${ev.type}`) });
+    c.signal.addEventListener('abort', gone);
+    c.signal.removeEventListener('abort', gone);
+    c.signal.addEventListener('other' as 'abort', () => calls.push('other'));
+    c.abort();
+    c.abort();
+    c.signal.addEventListener('abort', () => calls.push('late')); // after the abort: never called
+    expect(calls).to.deep.equal(['fn true abort', 'object abort']);
+  });
+
+  it("is accepted by undici's own request() as its signal", async () => {
+    const { request } = await import('undici');
+    const server = http.createServer(() => { /* never answers */ });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const c = new Cancellation();
+      const call = request(`http://127.0.0.1:${(server.address() as AddressInfo).port}/x`, { signal: c.signal }).then(() => null, (e) => e);
+      setTimeout(() => c.abort(new Error('stop')), 30);
+      const err = await call;
+      expect(err).to.be.instanceOf(Error);
+      expect((err as Error).message).to.equal('stop');
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+
   it('aborts an upstream call in flight: the upstream sees the connection close, the caller an abort (not an upstream fault)', async () => {
     let closed!: () => void;
     const upstreamClosed = new Promise<void>((r) => (closed = r));
