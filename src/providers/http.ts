@@ -63,9 +63,10 @@ export interface UpstreamResponse {
  * Sends a request. Resolves once the status line and headers arrived (the first byte); the body streams.
  * Any non-2xx status is read (bounded) and thrown as an UpstreamError, unless `passStatus` is set: then every
  * status is returned and the caller reads the body (facades tell "not found" apart from other refusals by it).
- * `signal` aborts everything.
+ * `signal` aborts everything. A 2xx answer resolves the call's own promise (no async step in between: each is a
+ * microtask on the way to the first byte).
  */
-export async function send(
+export function send(
   url: string,
   init: {
     method?: string;
@@ -80,8 +81,11 @@ export async function send(
     passStatus?: boolean;
   },
 ): Promise<UpstreamResponse> {
-  const res = await new Promise<UpstreamResponse>((resolve, reject) => new UpstreamCall(url, init, resolve, reject));
-  if ((res.status >= 200 && res.status < 300) || init.passStatus) return res;
+  return new Promise<UpstreamResponse>((resolve, reject) => new UpstreamCall(url, init, resolve, reject));
+}
+
+/** A non-2xx answer (without `passStatus`) as the UpstreamError its body and status make. */
+async function refused(url: string, init: Parameters<typeof send>[1], res: UpstreamResponse): Promise<never> {
   const text = await readCapped(res.body, 64 * 1024).catch(() => '');
   // An upstream may quote the credential it was sent ("Incorrect API key provided: sk-…"): it never goes further.
   throw (init.mapError ?? statusError)(res.status, res.headers, redactSecrets(text, sentSecrets(url, init.headers)));
@@ -105,9 +109,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    url: string,
+    private readonly url: string,
     private readonly init: Parameters<typeof send>[1],
-    private readonly resolve: (res: UpstreamResponse) => void,
+    private readonly resolve: (res: UpstreamResponse | Promise<never>) => void,
     private readonly reject: (err: unknown) => void,
   ) {
     this.timer = setTimeout(this.onTimeout, Math.min(init.timeouts.totalMs, 2 ** 31 - 1));
@@ -174,7 +178,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     if (statusCode < 200 || this.settled) return; // 1xx: informational, the answer follows
     this.settled = true;
     this.body = new UpstreamBody(controller);
-    this.resolve({ status: statusCode, headers, body: this.body });
+    const res: UpstreamResponse = { status: statusCode, headers, body: this.body };
+    this.resolve((statusCode < 300) || this.init.passStatus ? res : refused(this.url, this.init, res));
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {

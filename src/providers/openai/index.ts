@@ -21,14 +21,31 @@ function headersFor(target: Target, extra: Record<string, string> | undefined, s
   };
 }
 
+/**
+ * The same headers, made once per upstream key and kind (undici only reads them): one object less to build and
+ * spread per call. Bounded like any per-key cache: the keys are the configured upstreams' own.
+ */
+function cachedHeaders(cache: Map<string, Record<string, string>>, target: Target, extra: Record<string, string> | undefined, stream: boolean): Record<string, string> {
+  const key = target.apiKey ?? '';
+  let h = cache.get(key);
+  if (!h) {
+    if (cache.size >= 64) cache.clear();
+    h = Object.freeze(headersFor(target, extra, stream));
+    cache.set(key, h);
+  }
+  return h;
+}
+
 export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAdapter {
   const wire: OpenAIWireOptions = { maxTokensField: opts.maxTokensField ?? 'max_tokens', exclude: opts.exclude ?? [] };
   const body = (req: ChatRequest, target: Target) => JSON.stringify(toOpenAIRequest(req, target.upstreamModel, wire));
+  const jsonHeaders = new Map<string, Record<string, string>>();
+  const streamHeaders = new Map<string, Record<string, string>>();
 
   return {
     async chat(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: headersFor(target, opts.headers, false), body: body({ ...req, stream: false }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body({ ...req, stream: false }, target), signal, timeouts: target.timeouts,
       });
       const json = await readJson(res.body);
       if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
@@ -41,7 +58,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
 
     async chatStream(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: headersFor(target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
       return openaiEvents(res.body);
     },
