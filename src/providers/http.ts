@@ -268,6 +268,35 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     }
   }
 
+  /** Why the body failed, once it has (chunks that came before are still read first). */
+  get error(): unknown {
+    return this.failure;
+  }
+
+  /**
+   * For a reader that takes chunks as they come (the OpenAI events, src/providers/openai/index.ts): the next chunk,
+   * or `undefined` when none is here (`over` and `error` then say whether more can come). With `onReady` instead
+   * of `next()`, a chunk that arrives reaches the reader inside undici's data callback, without the promise steps
+   * of an async iterator. A paused upstream is resumed a microtask later: never from inside undici's callback.
+   */
+  shift(): Buffer | undefined {
+    if (this.discarding >= 0) return undefined;
+    const chunk = this.queue.shift();
+    if (chunk && this.paused && this.queue.length < RESUME_BELOW) {
+      this.paused = false;
+      queueMicrotask(() => {
+        if (!this.paused) this.flow.resume();
+      });
+    }
+    return chunk;
+  }
+
+  /** Calls `fn` once, when the next chunk, the end or a failure arrives (at `next()`'s wake-up, in order). */
+  onReady(fn: () => void): void {
+    const waiting = this.wake;
+    this.wake = waiting ? () => { waiting(); fn(); } : fn;
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }

@@ -10,6 +10,7 @@ import { EngineEvents, type StreamEnd } from '../../src/engine/chat.js';
 import type { Offer } from '../../src/catalog/types.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
 import { bodyFrom, bodyOf } from '../support/upstream-body.js';
+import { UpstreamBody } from '../../src/providers/http.js';
 
 const offer = (p: Partial<Offer['pricing']> = {}): Offer => ({
   gateway: 'g', upstreamModel: 'm', modelId: 'dev/m', developer: 'dev', name: 'M',
@@ -224,6 +225,34 @@ describe('unit: OpenAI wire mapping', () => {
     source.push(Buffer.alloc(300 * 1024)); // let go: read off up to 256 KB, then the call is aborted
     await new Promise((r) => setImmediate(r));
     expect(flow.aborted, 'the body is let go').to.be.instanceOf(Error);
+  });
+
+  it('reads chunks as they come: a waiting next() woken by the chunk, a piece that makes no event waits on, a backlog paused and resumed', async () => {
+    const data = (text: string) => `data: ${JSON.stringify({ id: 'x', model: 'm', choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
+    const flow = { pauses: 0, resumes: 0, pause() { flow.pauses++; }, resume() { flow.resumes++; }, abort() {} };
+    const body = new UpstreamBody(flow);
+    const it = openaiEvents(body);
+    const first = it.next();
+    const second = it.next(); // taken after the first, as one reader takes them
+    const half = data('a');
+    body.push(Buffer.from(half.slice(0, 20))); // no complete event yet: the first next() waits on
+    await Promise.resolve();
+    body.push(Buffer.from(half.slice(20) + data('b')));
+    expect((await first).value).to.deep.include({ type: 'start' });
+    expect((await second).value).to.deep.include({ type: 'text', text: 'a' });
+    expect((await it.next()).value).to.deep.include({ type: 'text', text: 'b' });
+    // 20 chunks arrive while nobody reads: the upstream is paused at 16, resumed once the reader has taken them
+    for (let i = 0; i < 20; i++) body.push(Buffer.from(data(String(i))));
+    expect(flow.pauses).to.equal(1);
+    const texts: string[] = [];
+    for (let i = 0; i < 20; i++) texts.push(((await it.next()).value as { text: string }).text);
+    expect(texts).to.deep.equal(Array.from({ length: 20 }, (_, i) => String(i)));
+    expect(flow.resumes).to.equal(1);
+    const last = it.next();
+    body.push(Buffer.from('data: [DONE]\n\n'));
+    expect((await last).value).to.deep.equal({ type: 'end' });
+    body.end();
+    expect(await it.next()).to.deep.equal({ value: undefined, done: true });
   });
 
   it('writes OpenAI chunks: role first, usage chunk only when asked, then [DONE]', () => {

@@ -89,6 +89,42 @@ describe('unit: UpstreamBody', () => {
     await over;
   });
 
+  it('shift() and onReady: chunks taken as they are, a wake-up for the next arrival, the end or a failure; a paused upstream resumed a microtask later', async () => {
+    const { body, flow } = fed();
+    expect(body.shift()).to.equal(undefined);
+    const woke: string[] = [];
+    body.onReady(() => woke.push('first'));
+    body.onReady(() => woke.push('second'));
+    body.push(Buffer.from('a'));
+    expect(woke, 'both, in order, inside push').to.deep.equal(['first', 'second']);
+    body.push(Buffer.from('b'));
+    expect(woke, 'once each').to.have.length(2);
+    expect(String(body.shift())).to.equal('a');
+    expect(String(body.shift())).to.equal('b');
+    for (let i = 0; i < 16; i++) body.push(Buffer.from(String(i)));
+    expect(flow.pauses).to.equal(1);
+    for (let i = 0; i < 12; i++) body.shift();
+    expect(flow.resumes).to.equal(0);
+    body.shift(); // 3 unread: below 4
+    expect(flow.resumes, 'not from inside the caller (undici\'s data callback)').to.equal(0);
+    await Promise.resolve();
+    expect(flow.resumes).to.equal(1);
+    let ended = false;
+    body.onReady(() => (ended = true));
+    body.end();
+    expect(ended).to.equal(true);
+    expect(body.over).to.equal(true);
+    expect([body.shift(), body.shift(), body.shift()].map(String)).to.deep.equal(['13', '14', '15']);
+    expect(body.shift()).to.equal(undefined);
+
+    const failing = fed();
+    let failed: unknown;
+    failing.body.onReady(() => (failed = failing.body.error));
+    const why = new Error('reset');
+    failing.body.fail(why);
+    expect(failed).to.equal(why);
+  });
+
   it('destroy() aborts the call and fails the body', async () => {
     const { body, flow } = fed();
     const why = new Error('enough');

@@ -194,45 +194,50 @@ const broken = (err: unknown) =>
 
 /**
  * An upstream body -> internal events. Each network chunk is parsed (SSE) and mapped synchronously into a queue,
- * and `next()` hands out queued events as settled promises: one microtask step per event, where an async generator
- * takes three (its `yield` awaits the value, then settles the caller's promise). The body is read only when the
- * queue is empty. The rules are the generator's that came before: events before a failure are delivered, then the
+ * and `next()` hands out queued events as settled promises. When the queue is empty, `next()` takes the chunks the
+ * body already has; when it has none, it waits on the body's wake-up (UpstreamBody.onReady): the chunk that arrives
+ * is parsed and mapped inside undici's data callback and settles the waiting promise with its first event. That is
+ * one promise and one microtask between a chunk's arrival and its event, where reading the body as an async
+ * iterator took three (the body's `next()`, its wait, and this reader's own async step; docs/PERFORMANCE.md,
+ * session 24). The rules are the generator's that came before: events before a failure are delivered, then the
  * failure (as `stream_broken` unless it already is an UpstreamError); `[DONE]` ends the reading (the rest of the
  * body is read off, so the connection is kept) and `end` follows; a body that ends without `[DONE]` is broken.
- * `return()` (a consumer stopping early) lets go of the body, after a read in progress.
+ * `return()` (a consumer stopping early) lets go of the body, after a wait in progress.
  */
 class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
   private readonly parser = new SseParser();
   private readonly mapper = new OpenAIStreamMapper();
-  private readonly chunks: AsyncIterator<Buffer>;
   private queue: StreamEvent[] = [];
   private at = 0;
   /** Nothing more will be read: the queue (and then `failure`, if any) is all that is left. */
   private finished = false;
   private failure: unknown;
-  private reading: Promise<IteratorResult<StreamEvent>> | undefined;
+  /** The `next()` waiting for the body, and how to settle it. */
+  private waiting: Promise<IteratorResult<StreamEvent>> | undefined;
+  private settle: ((r: IteratorResult<StreamEvent>) => void) | undefined;
+  private refuse: ((err: unknown) => void) | undefined;
 
-  constructor(body: UpstreamBody) {
-    this.chunks = body;
-  }
+  constructor(private readonly body: UpstreamBody) {}
 
   [Symbol.asyncIterator](): this {
     return this;
   }
 
   next(): Promise<IteratorResult<StreamEvent>> {
-    if (this.reading) return this.reading.then(() => this.next(), () => this.next()); // one read at a time
-    if (this.at < this.queue.length) return Promise.resolve({ value: this.queue[this.at++], done: false });
-    if (this.finished) return this.last();
-    this.reading = this.read();
-    return this.reading;
+    if (this.waiting) return this.waiting.then(() => this.next(), () => this.next()); // one wait at a time
+    if (this.at < this.queue.length || this.fill()) return this.answer();
+    return (this.waiting = new Promise<IteratorResult<StreamEvent>>((resolve, reject) => {
+      this.settle = resolve;
+      this.refuse = reject;
+      this.body.onReady(this.wake);
+    }));
   }
 
   async return(): Promise<IteratorResult<StreamEvent>> {
-    if (this.reading) await this.reading.catch(() => undefined);
+    if (this.waiting) await this.waiting.catch(() => undefined);
     if (!this.finished) {
       this.finished = true;
-      await this.chunks.return?.();
+      await this.body.return();
     }
     this.queue = [];
     this.at = 0;
@@ -240,7 +245,24 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
     return STREAM_DONE;
   }
 
-  /** After the queue: the failure once, then done. */
+  /** The body woke a waiting `next()`: settled with what the body brought, or waiting on when that made no event. */
+  private readonly wake = (): void => {
+    if (!this.fill()) {
+      this.body.onReady(this.wake);
+      return;
+    }
+    const settle = this.settle!;
+    const refuse = this.refuse!;
+    this.waiting = this.settle = this.refuse = undefined;
+    if (this.at < this.queue.length) settle({ value: this.queue[this.at++], done: false });
+    else this.last().then(settle, refuse);
+  };
+
+  /** An event from the queue, or after it the failure once, then done. */
+  private answer(): Promise<IteratorResult<StreamEvent>> {
+    return this.at < this.queue.length ? Promise.resolve({ value: this.queue[this.at++], done: false }) : this.last();
+  }
+
   private last(): Promise<IteratorResult<StreamEvent>> {
     if (this.failure === undefined) return Promise.resolve(STREAM_DONE);
     const failure = this.failure;
@@ -248,27 +270,28 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
     return Promise.reject(failure);
   }
 
-  /** Reads chunks until the queue has an event or nothing more will come. */
-  private async read(): Promise<IteratorResult<StreamEvent>> {
-    this.queue = [];
-    this.at = 0;
-    while (!this.finished && !this.queue.length) {
-      try {
-        const step = await this.chunks.next();
-        if (step.done) this.endOfBody();
-        else this.take(step.value);
-      } catch (err) {
-        this.fail(err);
-      }
+  /**
+   * Takes the chunks the body has until the queue has an event or nothing more will come (true: `next()` can answer
+   * now), or none is here yet (false: wait for the body).
+   */
+  private fill(): boolean {
+    while (this.at >= this.queue.length) {
+      if (this.finished) return true;
+      this.queue = [];
+      this.at = 0;
+      const chunk = this.body.shift();
+      if (chunk) this.take(chunk);
+      else if (this.body.error !== undefined) this.fail(this.body.error);
+      else if (this.body.over) this.endOfBody();
+      else return false;
       if (this.mapper.done && !this.finished) {
         // [DONE]: the rest of the body is read off, then `end`.
         this.finished = true;
-        await this.chunks.return?.();
+        void this.body.return();
         this.queue.push({ type: 'end' });
       }
     }
-    this.reading = undefined;
-    return this.at < this.queue.length ? { value: this.queue[this.at++], done: false } : this.last();
+    return true;
   }
 
   private endOfBody(): void {
@@ -296,7 +319,7 @@ class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
   private fail(err: unknown): void {
     this.finished = true;
     this.failure = broken(err);
-    void this.chunks.return?.();
+    void this.body.return();
   }
 }
 
