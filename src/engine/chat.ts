@@ -356,10 +356,11 @@ export class ChatEngine {
     const ttftMs = Date.now() - started;
     let served: Served | undefined;
 
-    const events = new EngineEvents(got.value.first, () => got.value.watch.next(got.value.it),
+    const { it, watch } = got.value;
+    const events = new EngineEvents(got.value.first, () => watch.start(it),
       (err) => (err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err),
       async ({ ended, failed, failure, usage, chars }) => {
-        got.value.watch.stop();
+        watch.stop();
         const latencyMs = Date.now() - started;
         if (ended) {
           const observed = this.observe(offer, true, 'success', Date.now() - startedAt, null);
@@ -372,7 +373,7 @@ export class ChatEngine {
         } else {
           // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
           await this.d.store.credits.release(hold.id);
-          await got.value.it.return?.().catch(() => undefined);
+          await it.return?.().catch(() => undefined);
           const cancelled = ctx.signal.aborted || !failed;
           const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
           this.d.metrics?.upstreamRequest(offer.gateway, cancelled ? 'cancelled' : e.kind, Date.now() - startedAt);
@@ -380,7 +381,7 @@ export class ChatEngine {
           this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
             cancelled ? 'client_disconnected' : e.kind);
         }
-      });
+      }, () => watch.settled());
     return { offer, events, served: () => served };
   }
 }
@@ -424,8 +425,14 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
   /** The `next()` in progress, if any. */
   private pending: Promise<IteratorResult<StreamEvent>> | undefined;
 
+  /**
+   * `settled` (optional) is told when a step settles, before its outcome is taken; an error it returns replaces
+   * that outcome (the idle watch's timeout: IdleWatch.start and settled, one promise step per event fewer than a
+   * wrapped step).
+   */
   constructor(first: IteratorResult<StreamEvent>, private readonly step: () => Promise<IteratorResult<StreamEvent>>,
-    private readonly mapError: (err: unknown) => unknown, private readonly close: (end: StreamEnd) => Promise<void>) {
+    private readonly mapError: (err: unknown) => unknown, private readonly close: (end: StreamEnd) => Promise<void>,
+    private readonly settled?: () => unknown) {
     this.first = first;
   }
 
@@ -458,6 +465,8 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
 
   private readonly take = (step: IteratorResult<StreamEvent>): IteratorResult<StreamEvent> | Promise<IteratorResult<StreamEvent>> => {
     this.pending = undefined;
+    const late = this.settled?.();
+    if (late !== undefined) return this.finish(true, this.mapError(late));
     if (step.done) {
       return this.ended ? this.finish(false, undefined)
         : this.finish(true, new UpstreamError('stream_broken', 'upstream stream ended without its terminator'));
@@ -472,7 +481,7 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
 
   private readonly fail = (err: unknown): Promise<IteratorResult<StreamEvent>> => {
     this.pending = undefined;
-    return this.finish(true, this.mapError(err));
+    return this.finish(true, this.mapError(this.settled?.() ?? err));
   };
 
   private finish(failed: boolean, failure: unknown): Promise<IteratorResult<StreamEvent>> {
@@ -546,6 +555,28 @@ class IdleWatch {
       this.waitingSince = null;
       throw this.timedOut ? this.timeout() : err;
     });
+  }
+
+  /**
+   * The next step of `it` itself, the wait started: whoever takes its outcome calls `settled()` first (EngineEvents
+   * does), which ends the wait and says whether the timeout fired meanwhile. One promise fewer per event than
+   * `next`.
+   */
+  start<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
+    if (this.timedOut) return Promise.reject(this.timeout());
+    this.waitingSince = performance.now();
+    if (!this.timer && !this.stopped) this.arm(this.ms);
+    try {
+      return it.next();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** The wait of `start` is over: the timeout's error if it fired (the step's own outcome is then not used). */
+  settled(): UpstreamError | undefined {
+    this.waitingSince = null;
+    return this.timedOut ? this.timeout() : undefined;
   }
 
   private timeout(): UpstreamError {

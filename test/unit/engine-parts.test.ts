@@ -541,4 +541,19 @@ describe('unit: the engine\'s stream events (settle or release exactly once, at 
       });
     });
   }
+
+  it('EngineEvents: an error from `settled` (the idle watch timed out during the step) replaces the step\'s outcome, a value or a failure', async () => {
+    const timeout = new UpstreamError('timeout', 'upstream sent no stream event for 50 ms');
+    for (const outcome of ['value', 'failure'] as const) {
+      const c = closer();
+      c.finish();
+      let calls = 0;
+      const step = () => (outcome === 'value' ? Promise.resolve({ done: false, value: evs[2] } as IteratorResult<StreamEvent>) : Promise.reject(new Error('aborted')));
+      const it = new EngineEvents({ done: false, value: evs[1] }, step, mapError, c.close, () => (++calls >= 2 ? timeout : undefined));
+      expect((await it.next()).value, 'the first event: settled is told, nothing replaced').to.deep.equal(evs[1]);
+      const err = await it.next().then(() => null, (e) => e);
+      expect(err, outcome).to.equal(timeout);
+      expect(c.calls, outcome).to.deep.equal([{ ended: false, failed: true, failure: timeout, usage: null, chars: 3 }]);
+    }
+  });
 });
