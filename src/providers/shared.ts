@@ -1,4 +1,4 @@
-/** Small helpers every native adapter needs: data URLs, stream JSON, and the broken-stream guard. */
+/** Small helpers every native adapter needs: data URLs, stream JSON and unary JSON answers (streams: body-events.ts). */
 import { randomBytes } from 'node:crypto';
 import { UpstreamError } from '../engine/types.js';
 import { readJson, transportError, type UpstreamResponse } from './http.js';
@@ -22,21 +22,6 @@ export function parseEventJson(data: string, upstream: string): Record<string, a
   }
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new UpstreamError('invalid_response', `${upstream} sent a stream event that is not a JSON object`);
   return v as Record<string, any>;
-}
-
-/**
- * Re-throws what a stream's consumer must see: UpstreamErrors as they are, the client's own abort as it is,
- * and anything else (socket reset, body timeout mid-way) as a broken stream — once events have flowed, the
- * engine can no longer fail over, so the kind that matters is "the stream broke".
- */
-export async function* guardStream<T>(events: AsyncIterable<T>, signal: AbortSignal, upstream: string): AsyncGenerator<T> {
-  try {
-    yield* events;
-  } catch (err) {
-    if (err instanceof UpstreamError || signal.aborted) throw err;
-    const e = err as { code?: string; message?: string };
-    throw new UpstreamError('stream_broken', `${upstream} stream broke: ${e?.code ?? e?.message ?? 'unknown'}`);
-  }
 }
 
 /**

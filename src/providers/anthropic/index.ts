@@ -6,7 +6,7 @@
 import type { ChatRequest } from '../../engine/types.js';
 import { send } from '../http.js';
 import type { ProviderAdapter, Target } from '../types.js';
-import { guardStream, readJsonBody } from '../shared.js';
+import { readJsonBody } from '../shared.js';
 import { nativeBody, toAnthropicRequest } from './request.js';
 import { fromAnthropicMessage } from './response.js';
 import { anthropicEvents } from './stream.js';
@@ -38,6 +38,6 @@ export const anthropicAdapter: ProviderAdapter = {
 
   async chatStream(req, target, signal) {
     const res = await post(req, target, signal, true);
-    return guardStream(anthropicEvents(res.body, req.anthropicBody !== undefined), signal, 'Anthropic');
+    return anthropicEvents(res.body, req.anthropicBody !== undefined, signal);
   },
 };

@@ -1,6 +1,8 @@
 /** Anthropic Messages SSE -> internal StreamEvents. */
 import { UpstreamError, type StreamEvent, type Usage } from '../../engine/types.js';
-import { readSse } from '../../stream/sse.js';
+import { SseParser } from '../../stream/sse.js';
+import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
+import type { UpstreamBody } from '../http.js';
 import { parseEventJson } from '../shared.js';
 import { anthropicStreamError, mapStopReason, mapUsage } from './response.js';
 import type { AUsage } from './wire.js';
@@ -95,19 +97,36 @@ function definedOnly(o: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * The events of one Anthropic stream body. With `native`, each upstream event is first also yielded raw
- * (`anthropic_raw`) so /v1/messages can forward it verbatim — except `error`, which becomes the thrown
- * UpstreamError (the one path every stream failure takes to the client).
+ * An Anthropic stream body's pieces -> events (src/providers/body-events.ts reads the body). With `native`, each
+ * upstream event is first also handed on raw (`anthropic_raw`) so /v1/messages can forward it verbatim — except
+ * `error`, which becomes the stream's UpstreamError (the one path every stream failure takes to the client).
+ * `message_stop` is the terminator; a body that ends before it is broken.
  */
-export async function* anthropicEvents(body: AsyncIterable<Uint8Array | string>, native: boolean): AsyncGenerator<StreamEvent> {
-  const mapper = new AnthropicStreamMapper();
-  for await (const ev of readSse(body)) {
-    if (!ev.data) continue;
-    const data = parseEventJson(ev.data, 'Anthropic');
-    const name = ev.event ?? String(data.type ?? '');
-    if (native && name !== 'error') yield { type: 'anthropic_raw', event: name, data };
-    yield* mapper.map(ev.event, data);
-    if (mapper.done) return;
+class AnthropicSource implements EventSource {
+  private readonly parser = new SseParser();
+  private readonly mapper = new AnthropicStreamMapper();
+
+  constructor(private readonly native: boolean) {}
+
+  get done(): boolean {
+    return this.mapper.done;
   }
-  throw new UpstreamError('stream_broken', 'Anthropic stream ended before message_stop');
+
+  take(chunk: Buffer | undefined, out: StreamEvent[]): void {
+    for (const ev of chunk ? this.parser.push(chunk) : this.parser.end()) {
+      if (typeof ev === 'string' || !ev.data) continue;
+      const data = parseEventJson(ev.data, 'Anthropic');
+      const name = ev.event ?? String(data.type ?? '');
+      if (this.native && name !== 'error') out.push({ type: 'anthropic_raw', event: name, data });
+      const events = this.mapper.map(ev.event, data);
+      for (let i = 0; i < events.length; i++) out.push(events[i]);
+      if (this.mapper.done) return;
+    }
+    if (!chunk) throw new UpstreamError('stream_broken', 'Anthropic stream ended before message_stop');
+  }
+}
+
+/** The events of one Anthropic stream body; `signal` is the call's (its abort is reported as it is). */
+export function anthropicEvents(body: UpstreamBody, native: boolean, signal?: AbortSignal): AsyncIterableIterator<StreamEvent> {
+  return new BodyEvents(body, new AnthropicSource(native), streamFailure('Anthropic', signal));
 }

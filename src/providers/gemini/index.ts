@@ -2,7 +2,7 @@
 import type { ChatRequest } from '../../engine/types.js';
 import { send } from '../http.js';
 import type { ProviderAdapter, Target } from '../types.js';
-import { guardStream, readJsonBody } from '../shared.js';
+import { readJsonBody } from '../shared.js';
 import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse, geminiHttpError } from './response.js';
 import { geminiEvents } from './stream.js';
@@ -36,6 +36,6 @@ export const geminiAdapter: ProviderAdapter = {
 
   async chatStream(req, target, signal) {
     const res = await post(req, target, signal, true);
-    return guardStream(geminiEvents(res.body, target.upstreamModel), signal, 'Gemini');
+    return geminiEvents(res.body, target.upstreamModel, signal);
   },
 };

@@ -1,6 +1,8 @@
 /** Gemini streamGenerateContent (alt=sse) -> internal StreamEvents. */
 import { UpstreamError, type StreamEvent } from '../../engine/types.js';
-import { readSse } from '../../stream/sse.js';
+import { SseParser } from '../../stream/sse.js';
+import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
+import type { UpstreamBody } from '../http.js';
 import { generatedId, parseEventJson } from '../shared.js';
 import { geminiError, mapFinishReason, mapPart, mapUsage } from './response.js';
 import type { GResponse, GUsageMetadata } from './wire.js';
@@ -80,21 +82,44 @@ export class GeminiStreamMapper {
 }
 
 /**
- * The events of one Gemini stream body. Google appends a raw, unframed JSON error body when a stream fails
- * mid-way; the SSE reader reports such lines, and any of them fails the stream with the error they carry.
- * A last event missing only its blank line still counts (recorded Google streams end so); whether the
- * stream finished is then decided by the finish reason, not by framing.
+ * A Gemini stream body's pieces -> events (src/providers/body-events.ts reads the body). Google appends a raw,
+ * unframed JSON error body when a stream fails mid-way; the SSE parser reports such lines, and any of them fails
+ * the stream with the error they carry (at the next event, or at the end). A last event missing only its blank
+ * line still counts (recorded Google streams end so); whether the stream finished is then decided by the finish
+ * reason, not by framing. The stream has no terminator: its end is the body's, where the mapper closes it.
  */
-export async function* geminiEvents(body: AsyncIterable<Uint8Array | string>, upstreamModel: string): AsyncGenerator<StreamEvent> {
-  const mapper = new GeminiStreamMapper(upstreamModel);
-  const stray: string[] = [];
-  for await (const ev of readSse(body, { onOtherLine: (line) => stray.push(line), dispatchUnterminatedLast: true })) {
-    if (stray.length) throw strayError(stray);
-    if (!ev.data) continue;
-    yield* mapper.map(parseEventJson(ev.data, 'Gemini'));
+class GeminiSource implements EventSource {
+  private readonly parser = new SseParser({ dispatchUnterminatedLast: true });
+  private readonly mapper: GeminiStreamMapper;
+  private readonly stray: string[] = [];
+  done = false;
+
+  constructor(upstreamModel: string) {
+    this.mapper = new GeminiStreamMapper(upstreamModel);
   }
-  if (stray.length) throw strayError(stray);
-  yield* mapper.end();
+
+  take(chunk: Buffer | undefined, out: StreamEvent[]): void {
+    for (const item of chunk ? this.parser.push(chunk) : this.parser.end()) {
+      if (typeof item === 'string') {
+        this.stray.push(item);
+        continue;
+      }
+      if (this.stray.length) throw strayError(this.stray);
+      if (!item.data) continue;
+      const events = this.mapper.map(parseEventJson(item.data, 'Gemini'));
+      for (let i = 0; i < events.length; i++) out.push(events[i]);
+    }
+    if (chunk) return;
+    if (this.stray.length) throw strayError(this.stray);
+    const closing = this.mapper.end();
+    for (let i = 0; i < closing.length; i++) out.push(closing[i]);
+    this.done = true;
+  }
+}
+
+/** The events of one Gemini stream body; `signal` is the call's (its abort is reported as it is). */
+export function geminiEvents(body: UpstreamBody, upstreamModel: string, signal?: AbortSignal): AsyncIterableIterator<StreamEvent> {
+  return new BodyEvents(body, new GeminiSource(upstreamModel), streamFailure('Gemini', signal));
 }
 
 function strayError(lines: string[]): UpstreamError {

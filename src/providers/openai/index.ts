@@ -5,7 +5,8 @@
 import { send, readJson, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
-import { STREAM_DONE, UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
+import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
+import { BodyEvents, type EventSource } from '../body-events.js';
 import type { ProviderAdapter, Target } from '../types.js';
 
 export interface OpenAICompatibleOptions extends Partial<OpenAIWireOptions> {
@@ -193,136 +194,32 @@ const broken = (err: unknown) =>
   (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
 
 /**
- * An upstream body -> internal events. Each network chunk is parsed (SSE) and mapped synchronously into a queue,
- * and `next()` hands out queued events as settled promises. When the queue is empty, `next()` takes the chunks the
- * body already has; when it has none, it waits on the body's wake-up (UpstreamBody.onReady): the chunk that arrives
- * is parsed and mapped inside undici's data callback and settles the waiting promise with its first event. That is
- * one promise and one microtask between a chunk's arrival and its event, where reading the body as an async
- * iterator took three (the body's `next()`, its wait, and this reader's own async step; docs/PERFORMANCE.md,
- * session 24). The rules are the generator's that came before: events before a failure are delivered, then the
- * failure (as `stream_broken` unless it already is an UpstreamError); `[DONE]` ends the reading (the rest of the
- * body is read off, so the connection is kept) and `end` follows; a body that ends without `[DONE]` is broken.
- * `return()` (a consumer stopping early) lets go of the body, after a wait in progress.
+ * An OpenAI stream body's pieces -> events (src/providers/body-events.ts reads the body): SSE, then each event's
+ * data through the mapper; `[DONE]` is the terminator, after which `end` follows and nothing more is read; a body
+ * that ends without it is broken.
  */
-class OpenAIEvents implements AsyncIterableIterator<StreamEvent> {
+class OpenAISource implements EventSource {
   private readonly parser = new SseParser();
   private readonly mapper = new OpenAIStreamMapper();
-  private queue: StreamEvent[] = [];
-  private at = 0;
-  /** Nothing more will be read: the queue (and then `failure`, if any) is all that is left. */
-  private finished = false;
-  private failure: unknown;
-  /** The `next()` waiting for the body, and how to settle it. */
-  private waiting: Promise<IteratorResult<StreamEvent>> | undefined;
-  private settle: ((r: IteratorResult<StreamEvent>) => void) | undefined;
-  private refuse: ((err: unknown) => void) | undefined;
 
-  constructor(private readonly body: UpstreamBody) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
+  get done(): boolean {
+    return this.mapper.done;
   }
 
-  next(): Promise<IteratorResult<StreamEvent>> {
-    if (this.waiting) return this.waiting.then(() => this.next(), () => this.next()); // one wait at a time
-    if (this.at < this.queue.length || this.fill()) return this.answer();
-    return (this.waiting = new Promise<IteratorResult<StreamEvent>>((resolve, reject) => {
-      this.settle = resolve;
-      this.refuse = reject;
-      this.body.onReady(this.wake);
-    }));
-  }
-
-  async return(): Promise<IteratorResult<StreamEvent>> {
-    if (this.waiting) await this.waiting.catch(() => undefined);
-    if (!this.finished) {
-      this.finished = true;
-      await this.body.return();
-    }
-    this.queue = [];
-    this.at = 0;
-    this.failure = undefined;
-    return STREAM_DONE;
-  }
-
-  /** The body woke a waiting `next()`: settled with what the body brought, or waiting on when that made no event. */
-  private readonly wake = (): void => {
-    if (!this.fill()) {
-      this.body.onReady(this.wake);
-      return;
-    }
-    const settle = this.settle!;
-    const refuse = this.refuse!;
-    this.waiting = this.settle = this.refuse = undefined;
-    if (this.at < this.queue.length) settle({ value: this.queue[this.at++], done: false });
-    else this.last().then(settle, refuse);
-  };
-
-  /** An event from the queue, or after it the failure once, then done. */
-  private answer(): Promise<IteratorResult<StreamEvent>> {
-    return this.at < this.queue.length ? Promise.resolve({ value: this.queue[this.at++], done: false }) : this.last();
-  }
-
-  private last(): Promise<IteratorResult<StreamEvent>> {
-    if (this.failure === undefined) return Promise.resolve(STREAM_DONE);
-    const failure = this.failure;
-    this.failure = undefined;
-    return Promise.reject(failure);
-  }
-
-  /**
-   * Takes the chunks the body has until the queue has an event or nothing more will come (true: `next()` can answer
-   * now), or none is here yet (false: wait for the body).
-   */
-  private fill(): boolean {
-    while (this.at >= this.queue.length) {
-      if (this.finished) return true;
-      this.queue = [];
-      this.at = 0;
-      const chunk = this.body.shift();
-      if (chunk) this.take(chunk);
-      else if (this.body.error !== undefined) this.fail(this.body.error);
-      else if (this.body.over) this.endOfBody();
-      else return false;
-      if (this.mapper.done && !this.finished) {
-        // [DONE]: the rest of the body is read off, then `end`.
-        this.finished = true;
-        void this.body.return();
-        this.queue.push({ type: 'end' });
+  take(chunk: Buffer | undefined, out: StreamEvent[]): void {
+    for (const item of chunk ? this.parser.push(chunk) : this.parser.end()) {
+      if (typeof item === 'string') continue;
+      const events = this.mapper.map(item.data);
+      for (let i = 0; i < events.length; i++) out.push(events[i]);
+      if (this.mapper.done) {
+        out.push({ type: 'end' });
+        return;
       }
     }
-    return true;
-  }
-
-  private endOfBody(): void {
-    if (!this.mapper.done) this.take(undefined);
-    if (!this.mapper.done && !this.finished) this.fail(new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]'));
-  }
-
-  /**
-   * One network chunk's events (or, for `undefined`, what the end of the body completes) into the queue, up to
-   * `[DONE]` or a failure (the events before it are kept).
-   */
-  private take(chunk: Buffer | undefined): void {
-    try {
-      for (const item of chunk ? this.parser.push(chunk) : this.parser.end()) {
-        if (typeof item === 'string') continue;
-        const events = this.mapper.map(item.data);
-        for (let i = 0; i < events.length; i++) this.queue.push(events[i]);
-        if (this.mapper.done) return;
-      }
-    } catch (err) {
-      this.fail(err);
-    }
-  }
-
-  private fail(err: unknown): void {
-    this.finished = true;
-    this.failure = broken(err);
-    void this.body.return();
+    if (!chunk) throw new UpstreamError('stream_broken', 'upstream closed the stream without [DONE]');
   }
 }
 
 export function openaiEvents(body: UpstreamBody): AsyncIterableIterator<StreamEvent> {
-  return new OpenAIEvents(body);
+  return new BodyEvents(body, new OpenAISource(), broken);
 }

@@ -1,6 +1,6 @@
 /**
  * The rules every adapter's stream keeps, whatever its wire format, through each adapter's own event function fed
- * as the adapter feeds it (an upstream body fed from a Readable, guarded as chatStream guards it): the events
+ * as the adapter feeds it (an upstream body fed from a Readable, with the call's signal as chatStream gives it): the events
  * before a failure, then the failure; nothing read after the terminator; an early stop lets go of the body; a body
  * that breaks off mid-way is stream_broken.
  */
@@ -11,7 +11,6 @@ import { anthropicEvents } from '../../../src/providers/anthropic/stream.js';
 import { geminiEvents } from '../../../src/providers/gemini/stream.js';
 import { openaiEvents } from '../../../src/providers/openai/index.js';
 import { bodyFrom, bodyOf } from '../../support/upstream-body.js';
-import { guardStream } from '../../../src/providers/shared.js';
 import type { UpstreamBody } from '../../../src/providers/http.js';
 
 type Events = (body: UpstreamBody) => AsyncIterableIterator<StreamEvent>;
@@ -38,14 +37,14 @@ const wires: Wire[] = [
     close: 'data: [DONE]\n\n', lead: ['start'],
   },
   {
-    name: 'Anthropic', events: (b) => guardStream(anthropicEvents(b, false), live(), 'Anthropic'),
+    name: 'Anthropic', events: (b) => anthropicEvents(b, false, live()),
     open: sse({ type: 'message_start', message: { id: 'msg_1', model: 'claude', usage: { input_tokens: 3, output_tokens: 1 } } }, 'message_start')
       + sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start'),
     text: (t) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: t } }, 'content_block_delta'),
     close: sse({ type: 'message_stop' }, 'message_stop'), lead: ['start'],
   },
   {
-    name: 'Gemini', events: (b) => guardStream(geminiEvents(b, 'gemini-test'), live(), 'Gemini'),
+    name: 'Gemini', events: (b) => geminiEvents(b, 'gemini-test', live()),
     open: '', text: (t) => sse({ candidates: [{ content: { role: 'model', parts: [{ text: t }] }, index: 0 }] }), lead: ['start'],
   },
 ];

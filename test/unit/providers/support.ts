@@ -1,4 +1,7 @@
 /** Helpers for the provider adapter tests: chunked bodies, event collection, a local fake upstream. */
+import { Readable } from 'node:stream';
+import type { UpstreamBody } from '../../../src/providers/http.js';
+import { bodyFrom } from '../../support/upstream-body.js';
 import type { ChatRequest, StreamEvent } from '../../../src/engine/types.js';
 import type { GatewayInfo } from '../../../src/catalog/types.js';
 import type { Target } from '../../../src/providers/types.js';
@@ -32,8 +35,9 @@ export function chunkings(bytes: Buffer): Array<{ name: string; chunks: Buffer[]
   ];
 }
 
-export async function* bodyOf(chunks: Buffer[]): AsyncGenerator<Uint8Array> {
-  for (const c of chunks) yield c;
+/** An upstream body (as undici's handler feeds it) whose network reads are `chunks`, then its end. */
+export function bodyOf(chunks: Buffer[]): UpstreamBody {
+  return bodyFrom(Readable.from(chunks)).body;
 }
 
 export interface Collected {
