@@ -1,8 +1,9 @@
 /**
  * Random ids on the request path, from one pool of random hex digits: `crypto.randomFillSync` 4 KiB at a time (the
- * CSPRNG randomUUID uses too), turned into hex once per 256 ids. `crypto.randomUUID()` builds its string a byte at a
- * time: ~2.6 µs an id in the gateway's profile, where a slice of the pool is ~0.3 (docs/PERFORMANCE.md, sessions 23
- * and 24). The pool is this process's own; a digit is never handed out twice.
+ * CSPRNG randomUUID uses too), turned into 8,192 hex digits at once; a request takes ~80 (its id, its hold's, its
+ * stream's). `crypto.randomUUID()` builds its string a byte at a time: ~2.6 µs an id in the gateway's profile,
+ * where a slice of the pool is ~0.3 (docs/PERFORMANCE.md, sessions 23 and 24). The pool is this process's own; a
+ * digit is never handed out twice.
  */
 import crypto from 'node:crypto';
 

@@ -274,7 +274,7 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
   }
 
   /**
-   * For a reader that takes chunks as they come (the OpenAI events, src/providers/openai/index.ts): the next chunk,
+   * For a reader that takes chunks as they come (the stream reader, src/providers/body-events.ts): the next chunk,
    * or `undefined` when none is here (`over` and `error` then say whether more can come). With `onReady` instead
    * of `next()`, a chunk that arrives reaches the reader inside undici's data callback, without the promise steps
    * of an async iterator. A paused upstream is resumed a microtask later: never from inside undici's callback.
