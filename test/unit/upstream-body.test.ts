@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { send, UpstreamBody } from '../../src/providers/http.js';
 import { UpstreamError } from '../../src/engine/types.js';
 import { Cancellation } from '../../src/cancel.js';
+import { openaiEvents } from '../../src/providers/openai/index.js';
 
 const timeouts = { connectMs: 5000, firstByteMs: 5000, totalMs: 10_000 };
 const tick = () => new Promise((r) => setImmediate(r));
@@ -175,6 +176,50 @@ describe('unit: send() over undici dispatch', () => {
       }
       expect(ports).to.have.length(2);
       expect(ports[1], 'the second call reused the first one\'s connection').to.equal(ports[0]);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('an SSE stream read by the stream reader: a slow reader pauses the upstream, every event arrives in order, the connection is reused', async () => {
+    const N = 3000;
+    const pad = 'y'.repeat(400);
+    let paused = 0;
+    const { url, server, ports } = await serve((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        let i = 0;
+        const more = () => {
+          while (i < N) {
+            const ok = res.write(`data: ${JSON.stringify({ id: 'c', model: 'm', choices: [{ index: 0, delta: { content: `${i++} ${pad}` } }] })}\n\n`);
+            if (!ok) {
+              paused++;
+              return void res.once('drain', more);
+            }
+          }
+          res.end('data: [DONE]\n\n');
+        };
+        more();
+      });
+    });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const res = await send(`${url}/v1/chat/completions`, { headers: { 'content-type': 'application/json' }, body: '{}', signal: new Cancellation().signal, timeouts });
+        const seen: number[] = [];
+        let last = '';
+        for await (const ev of openaiEvents(res.body)) {
+          if (ev.type === 'text') seen.push(Number(ev.text.split(' ')[0]));
+          last = ev.type;
+          if (seen.length % 500 === 1) await new Promise((r) => setTimeout(r, 20)); // a slow reader now and then
+        }
+        expect(seen).to.deep.equal(Array.from({ length: N }, (_, i) => i));
+        expect(last).to.equal('end');
+        await tick();
+      }
+      expect(paused, 'the server met backpressure').to.be.above(0);
+      expect(ports).to.have.length(2);
+      expect(ports[1], 'the second stream reused the first one\'s connection').to.equal(ports[0]);
     } finally {
       await close(server);
     }
