@@ -135,8 +135,11 @@ export type StreamEvent =
   | { type: 'tool_call_delta'; index: number; toolIndex: number; arguments: string }
   | { type: 'finish'; index: number; finishReason: FinishReason; stopSequence?: string | null }
   | { type: 'usage'; usage: Usage }
-  /** A raw Anthropic event, when the request went natively to Anthropic (forwarded as-is on /v1/messages). */
-  | { type: 'anthropic_raw'; event: string; data: Record<string, unknown> }
+  /**
+   * A raw Anthropic event, when the request went natively to Anthropic (forwarded as-is on /v1/messages). `json`:
+   * the event's data as the upstream wrote it, when it is one line (then forwarded without serialising `data` again).
+   */
+  | { type: 'anthropic_raw'; event: string; data: Record<string, unknown>; json?: string }
   | { type: 'end' };
 
 /** The result every hand-written stream iterator ends with (src/engine/chat.ts, src/providers/openai/). */

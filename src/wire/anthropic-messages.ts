@@ -155,8 +155,10 @@ export class AnthropicEventWriter {
     if (e.type === 'anthropic_raw') {
       this.raw = true;
       // Forwarded as it came, except that the message names the catalog model (as a translated stream does).
-      const data = e.event === 'message_start' && e.data.message ? { ...e.data, message: { ...(e.data.message as object), model: this.model } } : e.data;
-      return sseData(JSON.stringify(data), e.event);
+      if (e.event === 'message_start' && e.data.message) {
+        return sseData(JSON.stringify({ ...e.data, message: { ...(e.data.message as object), model: this.model } }), e.event);
+      }
+      return sseData(e.json ?? JSON.stringify(e.data), e.event);
     }
     if (this.raw) return '';
     switch (e.type) {

@@ -57,6 +57,11 @@ describe('unit: Anthropic Messages wire', () => {
     const start = w.write({ type: 'anthropic_raw', event: 'message_start', data: { type: 'message_start', message: { id: 'msg_1', model: 'claude-x', usage: { input_tokens: 3 } } } });
     expect(start).to.equal('event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"dev/model","usage":{"input_tokens":3}}}\n\n');
     expect(w.write({ type: 'anthropic_raw', event: 'ping', data: { type: 'ping' } })).to.equal('event: ping\ndata: {"type":"ping"}\n\n');
+    // with the upstream's own line, that line as it came (not serialised again); message_start is still renamed
+    expect(w.write({ type: 'anthropic_raw', event: 'content_block_delta', data: { type: 'content_block_delta' }, json: '{"type": "content_block_delta", "index": 0}' }))
+      .to.equal('event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0}\n\n');
+    expect(w.write({ type: 'anthropic_raw', event: 'message_start', data: { type: 'message_start', message: { id: 'm', model: 'claude-x' } }, json: '{"type":"message_start","message":{"id":"m","model":"claude-x"}}' }))
+      .to.equal('event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"dev/model"}}\n\n');
     expect(w.write({ type: 'text', index: 0, text: 'mapped twin of a raw event' })).to.equal('');
     expect(w.end(emptyUsage())).to.equal('');
   });

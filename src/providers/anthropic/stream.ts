@@ -117,7 +117,10 @@ class AnthropicSource implements EventSource {
       if (typeof ev === 'string' || !ev.data) continue;
       const data = parseEventJson(ev.data, 'Anthropic');
       const name = ev.event ?? String(data.type ?? '');
-      if (this.native && name !== 'error') out.push({ type: 'anthropic_raw', event: name, data });
+      if (this.native && name !== 'error') {
+        // The upstream's own bytes, when they fit one `data:` line: forwarded as they came, not serialised again.
+        out.push(ev.data.includes('\n') ? { type: 'anthropic_raw', event: name, data } : { type: 'anthropic_raw', event: name, data, json: ev.data });
+      }
       const events = this.mapper.map(ev.event, data);
       for (let i = 0; i < events.length; i++) out.push(events[i]);
       if (this.mapper.done) return;

@@ -96,7 +96,9 @@ describe('anthropic stream mapping over recorded-style streams', () => {
     // The raw event precedes what it maps to.
     const firstStart = events.findIndex((e) => e.type === 'start');
     expect(events[firstStart - 1]).to.deep.include({ type: 'anthropic_raw', event: 'message_start' });
-    expect(events.slice(-2)).to.deep.equal([{ type: 'anthropic_raw', event: 'message_stop', data: { type: 'message_stop' } }, { type: 'end' }]);
+    expect(events.slice(-2)).to.deep.equal([{ type: 'anthropic_raw', event: 'message_stop', data: { type: 'message_stop' }, json: '{"type":"message_stop"}' }, { type: 'end' }]);
+    // each raw event carries the upstream's own line (the fixture's ping is spaced as Anthropic wrote it)
+    expect(raw.find((e) => e.type === 'anthropic_raw' && e.event === 'ping')).to.deep.include({ json: '{"type": "ping"}' });
     // The mapped events are the same as without native.
     const plain = await collect(anthropicEvents(bodyOf([fixture('tools.txt')]), false));
     expect(events.filter((e) => e.type !== 'anthropic_raw')).to.deep.equal(plain.events);
