@@ -2,6 +2,7 @@
 import { UpstreamError, type StreamEvent, type Usage } from '../../engine/types.js';
 import { SseParser } from '../../stream/sse.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
+import { LiteralTemplate } from '../literal-template.js';
 import type { UpstreamBody } from '../http.js';
 import { parseEventJson } from '../shared.js';
 import { anthropicStreamError, mapStopReason, mapUsage } from './response.js';
@@ -100,11 +101,15 @@ function definedOnly(o: Record<string, unknown>): Record<string, unknown> {
  * An Anthropic stream body's pieces -> events (src/providers/body-events.ts reads the body). With `native`, each
  * upstream event is first also handed on raw (`anthropic_raw`) so /v1/messages can forward it verbatim — except
  * `error`, which becomes the stream's UpstreamError (the one path every stream failure takes to the client).
- * `message_stop` is the terminator; a body that ends before it is broken.
+ * `message_stop` is the terminator; a body that ends before it is broken. A `text_delta` shaped like one already
+ * parsed gives its text without a JSON parse (src/providers/literal-template.ts): most of a stream's events.
  */
 class AnthropicSource implements EventSource {
   private readonly parser = new SseParser();
   private readonly mapper = new AnthropicStreamMapper();
+  private readonly template = new LiteralTemplate();
+  /** The content block the template's text deltas belong to. */
+  private textBlock = 0;
 
   constructor(private readonly native: boolean) {}
 
@@ -115,6 +120,17 @@ class AnthropicSource implements EventSource {
   take(chunk: Buffer | undefined, out: StreamEvent[]): void {
     for (const ev of chunk ? this.parser.push(chunk) : this.parser.end()) {
       if (typeof ev === 'string' || !ev.data) continue;
+      if (ev.event === 'content_block_delta' && this.template.active) {
+        const text = this.template.match(ev.data);
+        if (text !== undefined) {
+          if (this.native) {
+            const data = { type: 'content_block_delta', index: this.textBlock, delta: { type: 'text_delta', text } };
+            out.push(ev.data.includes('\n') ? { type: 'anthropic_raw', event: ev.event, data } : { type: 'anthropic_raw', event: ev.event, data, json: ev.data });
+          }
+          if (text) out.push({ type: 'text', index: 0, text });
+          continue;
+        }
+      }
       const data = parseEventJson(ev.data, 'Anthropic');
       const name = ev.event ?? String(data.type ?? '');
       if (this.native && name !== 'error') {
@@ -124,6 +140,13 @@ class AnthropicSource implements EventSource {
       const events = this.mapper.map(ev.event, data);
       for (let i = 0; i < events.length; i++) out.push(events[i]);
       if (this.mapper.done) return;
+      const delta = data.delta;
+      if (ev.event === 'content_block_delta' && data.type === 'content_block_delta' && delta?.type === 'text_delta' && typeof delta.text === 'string'
+        && delta.text && this.template.canLearn) {
+        const block = data.index;
+        this.template.learn(ev.data, delta.text, (p, probe) => p?.type === 'content_block_delta' && p.index === block && p.delta?.type === 'text_delta' && p.delta.text === probe);
+        this.textBlock = Number(block);
+      }
     }
     if (!chunk) throw new UpstreamError('stream_broken', 'Anthropic stream ended before message_stop');
   }

@@ -7,6 +7,7 @@ import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, type EventSource } from '../body-events.js';
+import { LiteralTemplate } from '../literal-template.js';
 import type { ProviderAdapter, Target } from '../types.js';
 
 export interface OpenAICompatibleOptions extends Partial<OpenAIWireOptions> {
@@ -66,33 +67,24 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
   };
 }
 
-/** A JSON string literal's inside that needs decoding, or is not one: a quote, a backslash, a control character. */
-const NOT_PLAIN = /["\\\x00-\x1f]/;
-/** The content a template is checked with (see OpenAIStreamMapper.learn): no upstream text is this. */
-const PROBE = '\u0001probe\u0002';
-/** A stream whose text chunks keep changing shape (a field that varies per chunk) stops being templated. */
-const MAX_TEMPLATES = 4;
-
 /**
  * One upstream chunk (an SSE event's data) -> internal events. Usage may ride on a chunk that still has choices.
  *
  * Most chunks of a stream are text deltas that differ only in their text: OpenAI-compatible servers write each
- * chunk with the same id, created, model, fingerprint and field order. So once a text-only chunk was parsed, its
- * bytes before and after the content's string literal are kept as a template, and a later chunk made of that same
- * prefix, one JSON string literal, and that same suffix is that same object with another text: its one text event
- * is read without a JSON parse (which was most of this mapper's time, ~5 % of the gateway's CPU per stream).
- * Anything else (another shape, a finish, usage, tools, a literal that is not one plain string) takes the parse.
+ * chunk with the same id, created, model, fingerprint and field order. So once a text-only chunk was parsed, it is
+ * kept as a template (src/providers/literal-template.ts), and a later chunk that is the template with another text
+ * gives its one text event without a JSON parse (which was most of this mapper's time, ~5 % of the gateway's CPU
+ * per stream). Anything else (another shape, a finish, usage, tools, a literal that is not one plain string) takes
+ * the parse.
  */
 export class OpenAIStreamMapper {
   /** `[DONE]` arrived: the stream is complete. */
   done = false;
   private started = false;
   private readonly toolIds = new Map<string, string>();
-  /** The current template ('' for none): the chunk's bytes before and after the content literal, the choice index. */
-  private prefix = '';
-  private suffix = '';
+  private readonly template = new LiteralTemplate();
+  /** The choice the template's text belongs to. */
   private textIndex = 0;
-  private templates = 0;
 
   map(data: string): StreamEvent[] {
     if (data === '[DONE]') {
@@ -100,58 +92,20 @@ export class OpenAIStreamMapper {
       return [];
     }
     if (!data) return [];
-    if (this.prefix) {
-      const text = this.templated(data);
+    if (this.template.active) {
+      const text = this.template.match(data);
       if (text !== undefined) return text ? [{ type: 'text', index: this.textIndex, text }] : [];
     }
     const out = this.parse(data);
-    if (out.length === 1 && out[0].type === 'text' && this.templates < MAX_TEMPLATES) this.learn(data, out[0].index, out[0].text);
+    if (out.length === 1 && out[0].type === 'text' && this.template.canLearn) {
+      const { index, text } = out[0];
+      this.template.learn(data, text, (probe, p) => {
+        const choice = Array.isArray(probe?.choices) ? probe.choices.find((c: any) => (c?.index ?? 0) === index) : undefined;
+        return choice?.delta?.content === p;
+      });
+      this.textIndex = index;
+    }
     return out;
-  }
-
-  /** The text of a chunk that is the template with another content literal; undefined when it is not. */
-  private templated(data: string): string | undefined {
-    const { prefix, suffix } = this;
-    const end = data.length - suffix.length;
-    if (end - prefix.length < 2 || data.charCodeAt(prefix.length) !== 34 || data.charCodeAt(end - 1) !== 34) return undefined;
-    // A slice compared with === rather than startsWith/endsWith: a quarter of the time for a ~200-character
-    // prefix (V8 compares a slice with memcmp, startsWith a character at a time).
-    if (data.slice(0, prefix.length) !== prefix || data.slice(end) !== suffix) return undefined;
-    const inner = data.slice(prefix.length + 1, end - 1);
-    if (!NOT_PLAIN.test(inner)) return inner;
-    // Escapes (or not one literal at all): JSON decides, on the literal alone.
-    try {
-      const text: unknown = JSON.parse(data.slice(prefix.length, end));
-      return typeof text === 'string' ? text : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * Keeps `data` (a chunk whose only event is `text` for choice `index`) as the template, if its content literal
-   * is where it seems: the chunk rebuilt with a probe text in that place must parse to the probe as that choice's
-   * content. (The literal is searched as JSON.stringify writes it; an upstream that escapes differently, or a
-   * string elsewhere that holds the same characters, fails the probe and the stream is simply parsed.)
-   */
-  private learn(data: string, index: number, text: string): void {
-    this.templates++;
-    this.prefix = '';
-    const lit = JSON.stringify(text);
-    const at = data.indexOf(lit);
-    if (at < 0 || data.indexOf(lit, at + 1) >= 0) return;
-    const prefix = data.slice(0, at);
-    const suffix = data.slice(at + lit.length);
-    try {
-      const probe = JSON.parse(prefix + JSON.stringify(PROBE) + suffix);
-      const choice = Array.isArray(probe?.choices) ? probe.choices.find((c: any) => (c?.index ?? 0) === index) : undefined;
-      if (choice?.delta?.content !== PROBE) return;
-    } catch {
-      return;
-    }
-    this.prefix = prefix;
-    this.suffix = suffix;
-    this.textIndex = index;
   }
 
   private parse(data: string): StreamEvent[] {

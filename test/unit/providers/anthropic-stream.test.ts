@@ -108,6 +108,40 @@ describe('anthropic stream mapping over recorded-style streams', () => {
     expect(failed.error).to.have.property('kind', 'server_error');
   });
 
+  it('text deltas of one shape are read from a template: the same events and raw lines as parsing, one parse for the first of them', async () => {
+    const sse = (data: unknown, event: string) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    const words = ['Hello', ' "quoted"', ' back\\slash', ' é 漢字 🙂', ' line\nbreak', ' \u2028', 'msg_1', ' end', ...Array.from({ length: 12 }, (_, i) => ` w${i}`)];
+    const text = sse({ type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude', content: [], usage: { input_tokens: 3, output_tokens: 1 } } }, 'message_start')
+      + sse({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, 'content_block_start')
+      + words.map((w) => sse({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: w } }, 'content_block_delta')).join('')
+      + sse({ type: 'content_block_stop', index: 0 }, 'content_block_stop')
+      + sse({ type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } }, 'message_delta')
+      + sse({ type: 'message_stop' }, 'message_stop');
+    const parse = JSON.parse;
+    let parses = 0;
+    JSON.parse = ((...a: Parameters<typeof parse>) => { parses++; return parse(...a); }) as typeof parse;
+    let native: Awaited<ReturnType<typeof collect>>;
+    try {
+      native = await collect(anthropicEvents(bodyOf([Buffer.from(text)]), true));
+    } finally {
+      JSON.parse = parse;
+    }
+    expect(native.error).to.equal(undefined);
+    expect(textOf(native.events)).to.equal(words.join(''));
+    // message_start, content_block_start, the first delta and its template's check, content_block_stop,
+    // message_delta, message_stop (7), and the literal alone of the three texts with escapes (a quote, a backslash, a
+    // line break): not the 19 deltas after the first, as parsing each would
+    expect(parses).to.equal(10);
+    // every raw delta is the upstream's own line, with the data parsing would give
+    const deltas = native.events.filter((e) => e.type === 'anthropic_raw' && e.event === 'content_block_delta') as Array<{ data: unknown; json: string }>;
+    expect(deltas).to.have.length(words.length);
+    for (const d of deltas) expect(d.data).to.deep.equal(JSON.parse(d.json));
+    // the same mapped events as a stream cut one byte at a time
+    const bytes = Buffer.from(text);
+    const cut = await collect(anthropicEvents(bodyOf(Array.from(bytes, (_, i) => bytes.subarray(i, i + 1))), false));
+    expect(cut.events).to.deep.equal(native.events.filter((e) => e.type !== 'anthropic_raw'));
+  });
+
   it('rejects a data line that is not JSON as an invalid response', async () => {
     const body = Buffer.from('event: message_start\ndata: {"type":"message_start","message":{"id":"m","model":"x","usage":{}}}\n\nevent: content_block_delta\ndata: {not json\n\n');
     const { events, error } = await collect(anthropicEvents(bodyOf([body]), false));
