@@ -123,20 +123,14 @@ class AnthropicSource implements EventSource {
       if (ev.event === 'content_block_delta' && this.template.active) {
         const text = this.template.match(ev.data);
         if (text !== undefined) {
-          if (this.native) {
-            const data = { type: 'content_block_delta', index: this.textBlock, delta: { type: 'text_delta', text } };
-            out.push(ev.data.includes('\n') ? { type: 'anthropic_raw', event: ev.event, data } : { type: 'anthropic_raw', event: ev.event, data, json: ev.data });
-          }
+          if (this.native) out.push(raw(ev.event, { type: 'content_block_delta', index: this.textBlock, delta: { type: 'text_delta', text } }, ev.data));
           if (text) out.push({ type: 'text', index: 0, text });
           continue;
         }
       }
       const data = parseEventJson(ev.data, 'Anthropic');
       const name = ev.event ?? String(data.type ?? '');
-      if (this.native && name !== 'error') {
-        // The upstream's own bytes, when they fit one `data:` line: forwarded as they came, not serialised again.
-        out.push(ev.data.includes('\n') ? { type: 'anthropic_raw', event: name, data } : { type: 'anthropic_raw', event: name, data, json: ev.data });
-      }
+      if (this.native && name !== 'error') out.push(raw(name, data, ev.data));
       const events = this.mapper.map(ev.event, data);
       for (let i = 0; i < events.length; i++) out.push(events[i]);
       if (this.mapper.done) return;
@@ -150,6 +144,11 @@ class AnthropicSource implements EventSource {
     }
     if (!chunk) throw new UpstreamError('stream_broken', 'Anthropic stream ended before message_stop');
   }
+}
+
+/** A raw event, with the upstream's own bytes when they fit one `data:` line (forwarded as they came, not serialised again). */
+function raw(event: string, data: Record<string, unknown>, line: string): StreamEvent {
+  return line.includes('\n') ? { type: 'anthropic_raw', event, data } : { type: 'anthropic_raw', event, data, json: line };
 }
 
 /** The events of one Anthropic stream body; `signal` is the call's (its abort is reported as it is). */
