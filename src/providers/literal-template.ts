@@ -20,11 +20,12 @@ export class LiteralTemplate {
   private suffix = '';
   private learned = 0;
 
-  /** Whether there is a template to match and whether another may be learned. */
+  /** There is a template to match. */
   get active(): boolean {
     return this.prefix !== '';
   }
 
+  /** Another template may still be learned (at most MAX_TEMPLATES per stream). */
   get canLearn(): boolean {
     return this.learned < MAX_TEMPLATES;
   }
