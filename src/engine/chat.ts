@@ -535,25 +535,14 @@ class IdleWatch {
     }, delay);
   }
 
-  /** The next step of `it` (one promise of its own per event, not an async function's two). */
+  /** The next step of `it`, settled on its own: `start` with `settled` applied (the stream's first event). */
   next<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
-    if (this.timedOut) return Promise.reject(this.timeout());
-    this.waitingSince = performance.now();
-    if (!this.timer && !this.stopped) this.arm(this.ms);
-    let pending: Promise<IteratorResult<T>>;
-    try {
-      pending = it.next();
-    } catch (err) {
-      this.waitingSince = null;
-      return Promise.reject(this.timedOut ? this.timeout() : err);
-    }
-    return pending.then((step) => {
-      this.waitingSince = null;
-      if (this.timedOut) throw this.timeout(); // an iterator that ended quietly on the abort
+    return this.start(it).then((step) => {
+      const late = this.settled(); // an iterator that ended quietly on the abort
+      if (late) throw late;
       return step;
     }, (err) => {
-      this.waitingSince = null;
-      throw this.timedOut ? this.timeout() : err;
+      throw this.settled() ?? err;
     });
   }
 

@@ -3,7 +3,7 @@
  * (multipart, Whisper wire format). Used by every gateway that speaks them (OpenAI, Groq, Together, DeepInfra, a
  * local server, …); the base URL and key are the gateway's configured upstream.
  */
-import crypto from 'node:crypto';
+import { randomHex } from '../ids.js';
 import { Readable } from 'node:stream';
 import { UpstreamError } from '../engine/types.js';
 import { readCapped, send, transportError } from '../providers/http.js';
@@ -40,7 +40,7 @@ const quoted = (s: string) => s.replace(/["\r\n\\]/g, '_');
 
 /** The multipart body as parts, so the file is streamed from the upload's buffer rather than copied. */
 function multipart(call: TranscriptionCall, model: string): { boundary: string; parts: Buffer[] } {
-  const boundary = `----gateway-${crypto.randomBytes(12).toString('hex')}`;
+  const boundary = `----gateway-${randomHex(24)}`;
   const fields: Array<[string, string]> = [['model', model], ['response_format', call.responseFormat]];
   if (call.language !== undefined) fields.push(['language', call.language]);
   if (call.prompt !== undefined) fields.push(['prompt', call.prompt]);

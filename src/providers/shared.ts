@@ -1,6 +1,6 @@
 /** Small helpers every native adapter needs: data URLs, stream JSON and unary JSON answers (streams: body-events.ts). */
-import { randomBytes } from 'node:crypto';
 import { UpstreamError } from '../engine/types.js';
+import { randomHex } from '../ids.js';
 import { readJson, transportError, type UpstreamResponse } from './http.js';
 
 /** `data:<mime>;base64,<data>` split into its parts; undefined for any other URL. */
@@ -10,7 +10,7 @@ export function parseDataUrl(url: string): { mimeType: string; data: string } | 
 }
 
 /** An id for a response the upstream did not name. */
-export const generatedId = (prefix: string): string => `${prefix}${randomBytes(12).toString('hex')}`;
+export const generatedId = (prefix: string): string => `${prefix}${randomHex(24)}`;
 
 /** One SSE `data:` payload as a JSON object; anything else means the upstream spoke garbage. */
 export function parseEventJson(data: string, upstream: string): Record<string, any> {

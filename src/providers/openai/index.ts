@@ -6,7 +6,7 @@ import { send, readJson, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
-import { BodyEvents, type EventSource } from '../body-events.js';
+import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
 import type { ProviderAdapter, Target } from '../types.js';
 
@@ -62,7 +62,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       const res = await send(`${target.baseUrl}/chat/completions`, {
         headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
-      return openaiEvents(res.body);
+      return openaiEvents(res.body, signal);
     },
   };
 }
@@ -144,9 +144,6 @@ export class OpenAIStreamMapper {
   }
 }
 
-const broken = (err: unknown) =>
-  (err instanceof UpstreamError ? err : new UpstreamError('stream_broken', `upstream stream broke: ${(err as Error).message ?? err}`));
-
 /**
  * An OpenAI stream body's pieces -> events (src/providers/body-events.ts reads the body): SSE, then each event's
  * data through the mapper; `[DONE]` is the terminator, after which `end` follows and nothing more is read; a body
@@ -174,6 +171,7 @@ class OpenAISource implements EventSource {
   }
 }
 
-export function openaiEvents(body: UpstreamBody): AsyncIterableIterator<StreamEvent> {
-  return new BodyEvents(body, new OpenAISource(), broken);
+/** The events of one OpenAI stream body; `signal` is the call's (its abort is reported as it is). */
+export function openaiEvents(body: UpstreamBody, signal?: AbortSignal): AsyncIterableIterator<StreamEvent> {
+  return new BodyEvents(body, new OpenAISource(), streamFailure('upstream', signal));
 }
