@@ -179,6 +179,27 @@ describe('contract: the lean JSON path and the Express path', () => {
       expect(edge.body.detail[0]).to.include({ type: 'type_error' });
     });
 
+    it('objects nest as arrays do; a 100,000-deep body is a 422 on both paths, not a crash', async () => {
+      const deepObject = '{"a":'.repeat(129) + '1' + '}'.repeat(129);
+      const tooDeep = { detail: [{ loc: ['body'], msg: 'JSON nested deeper than 128 levels.', type: 'json_invalid' }] };
+      for (const body of [deepObject, '['.repeat(100_000) + ']'.repeat(100_000)]) {
+        const res = await lean(body);
+        expect(res.status).to.equal(422);
+        expect(res.body).to.deep.equal(tooDeep);
+        const gz = await gzipped(body);
+        expect(gz.status).to.equal(422);
+        expect(gz.body).to.deep.equal(tooDeep);
+      }
+      // deep inside a message counts from the top: 126 levels inside messages[0].content parse, 127 do not
+      const nested = (n: number) => JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'hi', extra: JSON.parse('['.repeat(n) + ']'.repeat(n)) }] });
+      expectModelNotFound(await lean(nested(125)));
+      const over = await lean(nested(126));
+      expect(over.status).to.equal(422);
+      expect(over.body).to.deep.equal(tooDeep);
+      // and the gateway still answers
+      expectModelNotFound(await lean(JSON.stringify(valid)));
+    });
+
     it('brackets inside strings do not count as nesting', async () => {
       const res = await lean(JSON.stringify({ ...valid, messages: [{ role: 'user', content: '[{'.repeat(500) + '\\"[' }] }));
       expectModelNotFound(res);
