@@ -150,7 +150,8 @@ export class ChatEngine {
    */
   private hold(req: ChatRequest, offers: Offer[], ctx: CallContext): { hold: Hold; call: CallContext } | Promise<{ hold: Hold; call: CallContext }> {
     if (ctx.principal.admin) throw forbidden('The admin credential has no balance; call with an API key.');
-    const amount = Math.max(0, ...offers.map((o) => worstCaseNano(o, req, this.d.config.priceMarkup)));
+    const promptTokens = estimatePromptTokens(req);
+    const amount = Math.max(0, ...offers.map((o) => worstCaseNano(o, req, this.d.config.priceMarkup, promptTokens)));
     const id = newHoldId();
     const ttl = this.d.config.upstreamTotalTimeoutMs + 60_000;
     const { credits } = this.d.store;

@@ -41,11 +41,15 @@ export function estimatePromptTokens(req: ChatRequest): number {
 
 export const DEFAULT_MAX_OUTPUT = 4096;
 
-/** The most a request can cost on this offer: the prompt estimate plus every completion token it may produce. */
-export function worstCaseNano(offer: Offer, req: ChatRequest, markup: number): number {
+/**
+ * The most a request can cost on this offer: the prompt estimate plus every completion token it may produce.
+ * `promptTokens`: the request's estimate when the caller made it once for several offers (it walks every message and
+ * serialises every tool).
+ */
+export function worstCaseNano(offer: Offer, req: ChatRequest, markup: number, promptTokens = estimatePromptTokens(req)): number {
   const maxOut = req.maxTokens ?? offer.maxOutputTokens ?? DEFAULT_MAX_OUTPUT;
   const n = req.n ?? 1;
-  const usage: Usage = { promptTokens: estimatePromptTokens(req), completionTokens: maxOut * n, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+  const usage: Usage = { promptTokens, completionTokens: maxOut * n, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
   return costOf(offer, usage, markup).totalNano;
 }
 

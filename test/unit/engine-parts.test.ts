@@ -58,6 +58,9 @@ describe('unit: pricing', () => {
     expect(worstCaseNano(offer(), req, 1)).to.equal(Math.round((est * 1e-6 + 100 * 2e-6) * 1e9));
     const noMax = parseChatRequest({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
     expect(worstCaseNano(offer(), noMax, 1)).to.equal(Math.round((estimatePromptTokens(noMax) * 1e-6 + 1000 * 2e-6) * 1e9));
+    // an estimate made once for several offers gives the same hold
+    expect(worstCaseNano(offer(), req, 1, est)).to.equal(worstCaseNano(offer(), req, 1));
+    expect(worstCaseNano(offer(), req, 1, 2 * est)).to.equal(Math.round((2 * est * 1e-6 + 100 * 2e-6) * 1e9));
   });
 });
 
