@@ -11,6 +11,7 @@
  * alternating), warms it, and measures the chosen modes, with the serving process's CPU from /proc:
  *   c64      non-streamed chat at concurrency 64 (autocannon): req/s, CPU µs per request, errors
  *   c1       non-streamed chat one at a time: p50 and p99 ms, CPU µs per request
+ *   large    the same with a 100 KB conversation (bench/lib.ts conversationBody: tools, tool calls and results)
  *   burst    20-chunk streams at concurrency 16, as fast as the simulator writes: TTFB p50 ms, CPU µs per stream
  *   spread   paced streams (10 ms apart) at concurrency 16, starts spread: TTFB p50 ms, CPU µs per stream
  *   together the same, the 16 started together
@@ -30,7 +31,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, build, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, build, conversationBody, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -45,11 +46,13 @@ const POSTGRES = process.argv.includes('--postgres');
 /** Node flags for the head build's gateway only, after npm start's (e.g. a V8 flag tried without a code change). */
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const LARGE_BODY = conversationBody(MODEL, false, 100);
 
 /** What each mode reports, in order, and which way is better. */
 const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
   c64: [{ name: 'req/s', higherIsBetter: true }, { name: 'CPU µs per request' }, { name: 'errors' }],
   c1: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
+  large: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
   burst: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
   spread: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
   together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
@@ -62,6 +65,7 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
   switch (mode) {
     case 'c64': { const r = await withCpu(gw.pid, () => throughput(gw.url, gw.key, 64, SECONDS), (x) => x.requests); return [r.rps, r.cpuUs, r.errors]; }
     case 'c1': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N), () => N + 50); return [r.p50, r.p99, r.cpuUs]; } // 50 warm-up requests first
+    case 'large': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N, LARGE_BODY), () => N + 50); return [r.p50, r.p99, r.cpuUs]; }
     case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
     case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
     case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }

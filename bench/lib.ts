@@ -127,11 +127,38 @@ export function chatBody(model: string, stream: boolean): string {
   return JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
 }
 
+/**
+ * A long conversation as an agent sends it, about `kb` KB of JSON: a system prompt, eight tools with JSON-schema
+ * parameters, then turns of a question, a tool call, its result (code, quotes, newlines, accented letters and an
+ * emoji: text that JSON escapes and UTF-8 encodes in more than one byte) and an answer, and the new question last.
+ */
+export function conversationBody(model: string, stream: boolean, kb = 100): string {
+  const tools = Array.from({ length: 8 }, (_, t) => ({
+    type: 'function',
+    function: {
+      name: `tool_${t}`, description: `Looks up record kind ${t} by its id and returns it as JSON.`,
+      parameters: { type: 'object', properties: { id: { type: 'string', description: 'The record id.' }, fields: { type: 'array', items: { type: 'string' } }, limit: { type: 'integer', minimum: 1, maximum: 100 } }, required: ['id'] },
+    },
+  }));
+  const messages: unknown[] = [{ role: 'system', content: 'You are a careful assistant for the records team. Answer briefly and cite the record ids you used.\n'.repeat(8) }];
+  const result = 'function total(rows) {\n  return rows.reduce((n, r) => n + r["amount"], 0); // "sum" \\ of café rows ☕\n}\n'.repeat(6);
+  for (let i = 0; JSON.stringify(messages).length < kb * 1024 - 300; i++) {
+    const id = `call_${i.toString().padStart(6, '0')}`;
+    messages.push(
+      { role: 'user', content: `Question ${i}: which records changed since yesterday, and what does their "total" come to?` },
+      { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: `tool_${i % 8}`, arguments: JSON.stringify({ id: `rec-${i}`, fields: ['amount', 'owner'], limit: 20 }) } }] },
+      { role: 'tool', tool_call_id: id, content: result },
+      { role: 'assistant', content: `Record rec-${i} changed; its total is ${i * 17} (from the tool's answer).` },
+    );
+  }
+  messages.push({ role: 'user', content: 'Say hello to the benchmark.' });
+  return JSON.stringify({ model, stream, max_tokens: 64, tools, messages });
+}
+
 /** Sequential requests at concurrency 1: latency in ms with sub-millisecond resolution. */
-export async function latencyC1(url: string, key: string, n: number): Promise<{ p50: number; p99: number; errors: number }> {
+export async function latencyC1(url: string, key: string, n: number, body = chatBody(MODEL, false)): Promise<{ p50: number; p99: number; errors: number }> {
   const times: number[] = [];
   let errors = 0;
-  const body = chatBody(MODEL, false);
   for (let i = 0; i < n + 50; i++) {
     const t0 = process.hrtime.bigint();
     const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
