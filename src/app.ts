@@ -31,6 +31,7 @@ import { docsRouter } from './docs.js';
 import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
 import { queueHeaders, startHead } from './head.js';
 import { uuid4 } from './ids.js';
+import { decodeUtf8 } from './utf8.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -139,7 +140,7 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
       settled = true;
       const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
       try {
-        const value = parseStrictJson(buf.toString('utf8'));
+        const value = parseStrictJson(decodeUtf8(buf));
         if (tooDeep(value)) throw jsonTooDeep();
         resolve(value);
       } catch (err) {

@@ -5,6 +5,7 @@
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
 import { UpstreamError } from '../engine/types.js';
+import { decodeUtf8, encodeUtf8 } from '../utf8.js';
 
 export interface Timeouts {
   connectMs: number;
@@ -128,7 +129,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
         path,
         method: (init.method ?? 'POST') as Dispatcher.HttpMethod,
         headers: init.headers,
-        body: init.body,
+        body: typeof init.body === 'string' ? encodeUtf8(init.body) : init.body,
         headersTimeout: init.timeouts.firstByteMs,
         bodyTimeout: init.timeouts.bodyIdleMs ?? init.timeouts.firstByteMs,
       }, this);
@@ -393,7 +394,7 @@ export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 102
     throw err instanceof UpstreamError ? err : transportError(err);
   }
   const whole = parts.length === 1 ? parts[0] : Buffer.concat(parts, n);
-  return Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength).toString('utf8');
+  return decodeUtf8(Buffer.from(whole.buffer, whole.byteOffset, whole.byteLength));
 }
 
 export async function readJson<T = any>(body: AsyncIterable<Uint8Array>): Promise<T> {

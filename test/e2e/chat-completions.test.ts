@@ -141,6 +141,18 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(answer.choices[0].message.content).to.equal('Tool said: sunny, 21C');
   });
 
+  it('a 100 KB conversation in many scripts reaches the upstream intact, and the answer comes back intact', async () => {
+    const scripts = ['café ☕ 😀 👨‍👩‍👧', '记录的总数已经改变了吗？', 'русский, Ελληνικά, עברית, العربية', 'code: "q" \\ \n\t'];
+    const messages: Array<{ role: 'user' | 'assistant'; content: string }> = [];
+    for (let i = 0; JSON.stringify(messages).length < 100 * 1024; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `${i} ${scripts[i % 4]} `.repeat(20) });
+    messages.push({ role: 'user', content: '最后的问题 ☕: ¿qué tal?' });
+    const r = await client().chat.completions.create({ model: 'test/echo', messages });
+    expect(r.choices[0].message.content).to.equal('Echo: 最后的问题 ☕: ¿qué tal?');
+    expect(sim.calls).to.have.length(1);
+    expect(sim.calls[0].body.messages).to.deep.equal(messages);
+    expect(Number(sim.calls[0].headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(sim.calls[0].body)));
+  });
+
   it('JSON mode', async () => {
     const r = await client().chat.completions.create({ model: 'test/json', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'json_object' } });
     expect(JSON.parse(r.choices[0].message.content!)).to.deep.equal({ ok: true, echo: 'x' });

@@ -1,0 +1,53 @@
+import { expect } from 'chai';
+import { decodeUtf8, encodeUtf8 } from '../../src/utf8.js';
+
+/** ~40 KB of JSON text made of `piece`, so both functions take their large-body way. */
+const large = (piece: string) => JSON.stringify({ messages: Array.from({ length: 400 }, (_, i) => ({ role: 'user', content: `${i}: ${piece}` })) });
+
+describe('unit: UTF-8 for large bodies (src/utf8.ts)', () => {
+  const texts: Record<string, string> = {
+    ascii: large('The quick brown fox jumps over the lazy dog, "quoted" \\ and\nnew lines.'),
+    accents: large('café, naïve, Größe, señor, ½ and ©'),
+    emoji: large('a coffee ☕, a face 😀, a flag 🇫🇷 and a family 👨‍👩‍👧'),
+    chinese: large('记录的总数已经改变了吗？这是一个测试。'),
+    mixed: large('Ελληνικά, русский, עברית, العربية, हिन्दी, 日本語, 한국어'),
+  };
+
+  for (const [name, text] of Object.entries(texts)) {
+    it(`${name}: decodes as toString('utf8') and encodes as Buffer.from`, () => {
+      const bytes = Buffer.from(text);
+      expect(bytes.length).to.be.greaterThan(16 * 1024);
+      expect(decodeUtf8(bytes)).to.equal(text);
+      const encoded = encodeUtf8(text);
+      expect(Buffer.isBuffer(encoded)).to.equal(true);
+      expect((encoded as Buffer).equals(bytes)).to.equal(true);
+    });
+  }
+
+  it('a byte-order mark is kept, as toString keeps it', () => {
+    const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(texts.emoji)]);
+    expect(decodeUtf8(bytes)).to.equal(bytes.toString('utf8'));
+    expect(decodeUtf8(bytes).charCodeAt(0)).to.equal(0xfeff);
+  });
+
+  it('invalid UTF-8 decodes exactly as toString does (its replacement characters)', () => {
+    const bad = Buffer.concat([
+      Buffer.from(texts.chinese),
+      Buffer.from([0xc3, 0x28, 0xe2, 0x82, 0x63, 0xf0, 0x9f, 0x98, 0xff, 0xed, 0xa0, 0x80, 0xc0, 0xaf]),
+      Buffer.from(texts.accents),
+    ]);
+    const decoded = decodeUtf8(bad);
+    expect(decoded).to.equal(bad.toString('utf8'));
+    expect(decoded).to.include('\ufffd');
+  });
+
+  it('small bodies are left to Node: the string handed on as it is', () => {
+    expect(encodeUtf8('{"a":"☕"}')).to.equal('{"a":"☕"}');
+    expect(decodeUtf8(Buffer.from('{"a":"☕"}'))).to.equal('{"a":"☕"}');
+  });
+
+  it('a large string with a lone surrogate is handed on as it is (Buffer.from replaces it, as before)', () => {
+    const text = texts.ascii + '\ud800';
+    expect(encodeUtf8(text)).to.equal(text);
+  });
+});
