@@ -22,6 +22,7 @@ import { toValidationDetails } from './validation.js';
 import { coerceFormBody } from './forms.js';
 import type { Routes } from './router.js';
 import type { Logger } from './logger.js';
+import { encodeUtf8 } from './utf8.js';
 
 /** Per-request state kept on the response (`res.locals`, as Express keeps it; the plain routes read it too). */
 export interface Locals {
@@ -61,7 +62,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * of its body (as Express gave one), and a client polling with a matching If-None-Match gets a bodiless 304.
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage): void {
-  const text = JSON.stringify(body);
+  // A large body is encoded once here (src/utf8.ts), and its length and tag read from the bytes.
+  const text = encodeUtf8(JSON.stringify(body));
   // One list for writeHead (src/head.ts: with the queued headers, one call instead of a setHeader each).
   const head: Array<string | number> = [];
   let typed = false;
@@ -81,7 +83,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
     }
   }
   if (!typed && !res.hasHeader('Content-Type')) head.push('Content-Type', JSON_TYPE);
-  head.push('Content-Length', Buffer.byteLength(text));
+  head.push('Content-Length', typeof text === 'string' ? Buffer.byteLength(text) : text.length);
   res.writeHead(status, head);
   res.end(text);
 }

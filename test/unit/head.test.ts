@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { queueHeaders, startHead } from '../../src/head.js';
+import etag from 'etag';
+import { request } from 'undici';
 import { sendJson } from '../../src/dispatch.js';
 
 /**
@@ -98,6 +100,29 @@ describe('response head: queued headers', () => {
     const own = await get((res) => sendJson(res, 201, [1], { 'content-type': 'application/vnd.x+json' }));
     expect(own.status).to.equal(201);
     expectHeaders(own.headers, { ...queued, 'content-type': ['application/vnd.x+json'], 'content-length': ['3'] });
+  });
+
+  it('sendJson: a large body in many scripts (encoded in one pass) has its Content-Length in bytes and its ETag', async () => {
+    const big = { items: Array.from({ length: 600 }, (_, i) => `${i}: café ☕ 记录 русский 😀 "q" \\`) };
+    const text = JSON.stringify(big);
+    expect(text.length).to.be.greaterThan(16 * 1024);
+    const r = await get((res) => sendJson(res, 200, big));
+    expect(r.headers.get('content-length')).to.deep.equal([String(Buffer.byteLength(text))]);
+    expect(JSON.parse(r.body)).to.deep.equal(big);
+    // a GET's tag is the one of its text, as before (etag of the string), and a matching If-None-Match is a 304
+    const tagged = http.createServer((req, res) => sendJson(res, 200, big, undefined, req));
+    await new Promise<void>((done) => tagged.listen(0, '127.0.0.1', done));
+    try {
+      const at = `http://127.0.0.1:${(tagged.address() as AddressInfo).port}/`;
+      const first = await request(at);
+      expect(first.headers.etag).to.equal(etag(text, { weak: true }));
+      expect(await first.body.json()).to.deep.equal(big);
+      const again = await request(at, { headers: { 'If-None-Match': String(first.headers.etag) } });
+      expect(again.statusCode).to.equal(304);
+      await again.body.dump();
+    } finally {
+      tagged.close();
+    }
   });
 
   it('after the head is written, queueing sets the header as setHeader would (and throws as it would)', async () => {
