@@ -25,13 +25,16 @@
  * V8 compiles it, so a change to how code is compiled can show in the first modes and not later; session 19's frames
  * change came out even with 8 s and 8 rounds and 856 -> 752 us per burst stream with 12 s and 10 rounds, on another
  * stretch of the day, so the warm-up is one difference of two), --postgres (each gateway on a fresh
- * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test).
+ * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test),
+ * --interleaved (since session 25, the modes c1, large and single only: both builds' gateways run at once and take
+ * turns request by request, A B, B A, …, so the machine's drift falls on both alike instead of on one round or the
+ * other; in session 25 it resolved a 10 % CPU change in every round where alternating rounds did not).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, build, conversationBody, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, benchGateway, build, chatBody, conversationBody, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -47,6 +50,9 @@ const POSTGRES = process.argv.includes('--postgres');
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const LARGE_BODY = conversationBody(MODEL, false, 100);
+/** Both builds' gateways up at once, the one-at-a-time modes taking turns request by request (alternate()). */
+const INTERLEAVED = process.argv.includes('--interleaved');
+const ONE_AT_A_TIME: Record<string, string> = { c1: chatBody(MODEL, false), large: LARGE_BODY, single: chatBody(STREAM_MODEL, true) };
 
 /** What each mode reports, in order, and which way is better. */
 const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
@@ -78,6 +84,8 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
 async function main() {
   if (!BASE) throw new Error('usage: npm run bench:ab -- --base <rev> [--head <rev>] [--rounds 6] [--modes c64,c1,burst] [--postgres]');
   for (const m of MODES) if (!FIGURES[m]) throw new Error(`unknown mode ${m}: ${Object.keys(FIGURES).join(', ')}`);
+  if (INTERLEAVED && POSTGRES) throw new Error('--interleaved runs on SQLite only');
+  if (INTERLEAVED) for (const m of MODES) if (!ONE_AT_A_TIME[m]) throw new Error(`--interleaved takes the one-at-a-time modes only (${Object.keys(ONE_AT_A_TIME).join(', ')}), not ${m}`);
   const builds: Build[] = [];
   const admin = POSTGRES ? new pg.Client({ connectionString: PG_URL }) : undefined;
   try {
@@ -89,6 +97,25 @@ async function main() {
     const results: number[][][][] = builds.map(() => MODES.map(() => [])); // [build][mode][round] -> figures
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [1, 0] : [0, 1];
+      if (INTERLEAVED) {
+        const gws: Array<Awaited<ReturnType<typeof benchGateway>>> = [];
+        for (const b of order) gws[b] = await benchGateway(builds[b].label, {}, sim.match[1], b === 1 ? HEAD_FLAGS : [], builds[b].file, builds[b].root);
+        for (const b of order) await throughput(gws[b].url, gws[b].key, 16, WARMUP);
+        for (let m = 0; m < MODES.length; m++) {
+          const [base, head] = await alternate(gws, N, ONE_AT_A_TIME[MODES[m]]);
+          [base, head].forEach((r, b) => {
+            const figures = MODES[m] === 'single' ? [r.ttfbP50, r.cpuUs, r.errors, r.p50] : [r.p50, r.p99, r.cpuUs];
+            results[b][m].push(figures);
+            log(`round ${round + 1}/${ROUNDS} ${builds[b].label} ${MODES[m]} (interleaved): ${figures.join(' / ')}`);
+          });
+        }
+        for (const gw of gws) {
+          const exited = new Promise((r) => gw.child.once('exit', r));
+          gw.stop();
+          await exited;
+        }
+        continue;
+      }
       for (const b of order) {
         const env: Record<string, string> = {};
         let db: string | undefined;
@@ -115,7 +142,7 @@ async function main() {
     sim.child.kill('SIGTERM');
 
     const rows: string[][] = [['mode', 'figure', builds[0].label, builds[1].label, 'head better in']];
-    const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, rounds: ROUNDS, postgres: POSTGRES, modes: {} };
+    const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, rounds: ROUNDS, postgres: POSTGRES, interleaved: INTERLEAVED, modes: {} };
     MODES.forEach((mode, m) => {
       (json.modes as Record<string, unknown>)[mode] = FIGURES[mode].map((f, i) => {
         const base = results[0][m].map((r) => r[i]);
@@ -126,7 +153,9 @@ async function main() {
       });
     });
     console.log(formatTable(rows));
-    console.log(`\n(medians of ${ROUNDS} alternating rounds on one simulator, a fresh gateway per build per round; CPU: the gateway process's own)`);
+    console.log(INTERLEAVED
+      ? `\n(medians of ${ROUNDS} rounds on one simulator, both builds' gateways fresh in each round and taking turns request by request; CPU: each gateway process's own)`
+      : `\n(medians of ${ROUNDS} alternating rounds on one simulator, a fresh gateway per build per round; CPU: the gateway process's own)`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/ab.json'), JSON.stringify(json, null, 2));
     log('wrote bench/results/ab.json');

@@ -180,6 +180,45 @@ export async function throughput(url: string, key: string, connections: number, 
 }
 
 /**
+ * Requests one at a time, taking turns between targets (A B, B A, A B, …): each target's latencies (a stream's time
+ * to its first body byte too) and its serving process's CPU per request, over the same seconds. Two builds measured
+ * in rounds of their own see the machine drift between the rounds (session 20: a 40 µs change was not resolved);
+ * taking turns request by request, the drift falls on both alike (`npm run bench:ab -- --interleaved`, session 25).
+ * The first `warm` turns are not timed; CPU counts them all.
+ */
+export async function alternate(targets: Array<{ url: string; key: string; pid: number }>, n: number, body: string, warm = 50) {
+  const total: number[][] = targets.map(() => []);
+  const ttfb: number[][] = targets.map(() => []);
+  const errors = targets.map(() => 0);
+  const cpu0 = targets.map((t) => cpuUs(t.pid));
+  for (let i = 0; i < n + warm; i++) {
+    const order = i % 2 ? [...targets.keys()].reverse() : [...targets.keys()];
+    for (const k of order) {
+      const t0 = process.hrtime.bigint();
+      const res = await request(`${targets[k].url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${targets[k].key}` }, body });
+      let first = 0;
+      let text = '';
+      for await (const chunk of res.body) {
+        if (!first) first = Number(process.hrtime.bigint() - t0) / 1e6;
+        text += chunk;
+      }
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      if (res.statusCode !== 200 || (text.startsWith('data:') && !text.includes('[DONE]'))) errors[k]++;
+      if (i >= warm) {
+        total[k].push(ms);
+        ttfb[k].push(first);
+      }
+    }
+  }
+  return targets.map((t, k) => {
+    const cpu = Math.round((cpuUs(t.pid) - cpu0[k]) / (n + warm));
+    const tt = total[k].sort((a, b) => a - b);
+    const tf = ttfb[k].sort((a, b) => a - b);
+    return { p50: round(pct(tt, 50), 3), p99: round(pct(tt, 99), 3), ttfbP50: round(pct(tf, 50), 3), errors: errors[k], cpuUs: cpu };
+  });
+}
+
+/**
  * Streams at a fixed concurrency: time to first body byte and total, per request. `spreadMs`: the workers' first
  * requests are spread evenly over that long (worker i starts i·spreadMs/concurrency ms late) instead of all at
  * once. Streams of equal length started together stay together: each worker's next request follows its last one,
