@@ -2,11 +2,13 @@
  * Large JSON bodies between UTF-8 bytes and JavaScript strings, faster than Node 20's defaults once the text is not
  * all ASCII (most of the world's text, and any conversation with an emoji in it).
  *
- * Measured on this project's machine for ~100 KB agent conversations (session 25, docs/PERFORMANCE.md):
- * - bytes → string: `toString('utf8')` (V8's decoder) takes 7 µs for ASCII but 206 µs with a few accented letters
- *   and emoji in it and 334 µs for a Chinese one; ICU's transcode to UTF-16 takes 131 and 156 µs.
- * - string → bytes: `Buffer.from(text)` (what undici does with a string body) takes 85–113 µs for the same two;
- *   UTF-16 then ICU's transcode 44–75 µs.
+ * Measured on this project's machine for ~100 KB agent conversations (session 25, docs/PERFORMANCE.md; medians of
+ * 2,700 fresh buffers and strings each, bench/tmp scratch scripts):
+ * - bytes → string: `toString('utf8')` (V8's decoder) takes 7.5 µs for ASCII but 173 µs with a few accented
+ *   letters and emoji in it and 270 µs for Chinese; ICU's transcode to UTF-16, then a UTF-16 string, 112 and 130.
+ * - string → bytes, for a string fresh from JSON.stringify: `Buffer.from(text)` (what undici does with a string
+ *   body) 27, 222 and 235 µs; TextEncoder.encodeInto into a reused buffer, then a copy of what it wrote, 16, 192
+ *   and 206. (Through UTF-16 and ICU took longer than Buffer.from: 28, 254 and 268.)
  * Small bodies keep Node's own conversions: the gain is in large ones, and the benchmark's requests are small.
  */
 import { isAscii, isUtf8, transcode } from 'node:buffer';
@@ -24,16 +26,21 @@ export function decodeUtf8(buf: Buffer): string {
   return transcode(buf, 'utf8', 'ucs2').toString('ucs2');
 }
 
+const encoder = new TextEncoder();
+/** Strings longer than this (in UTF-16 units) are encoded by Buffer.from: the scratch buffer stays at most 1.5 MB. */
+const SCRATCH_MAX = 512 * 1024;
+/** encodeUtf8's reused buffer: 3 bytes a UTF-16 unit at most, grown to the longest string encoded (up to the cap). */
+let scratch = Buffer.alloc(0);
+
 /**
- * A request body for undici: the string itself when small (undici makes its Buffer), else its UTF-8 bytes made
- * through UTF-16 and ICU. The bytes are `Buffer.from(text)`'s; a string ICU refuses (a lone surrogate, which
- * JSON.stringify never leaves unescaped) is handed on as it is, so `Buffer.from` replaces it as before.
+ * A request or answer body: the string itself when small (the socket or undici encodes it), else its UTF-8 bytes,
+ * written by TextEncoder into a reused buffer and copied out. The bytes are `Buffer.from(text)`'s, a lone surrogate
+ * included (both replace it with U+FFFD).
  */
 export function encodeUtf8(text: string): string | Buffer {
-  if (text.length < LARGE || typeof transcode !== 'function') return text;
-  try {
-    return transcode(Buffer.from(text, 'ucs2'), 'ucs2', 'utf8');
-  } catch {
-    return text;
-  }
+  if (text.length < LARGE) return text;
+  if (text.length > SCRATCH_MAX) return Buffer.from(text);
+  if (scratch.length < text.length * 3) scratch = Buffer.allocUnsafeSlow(text.length * 3);
+  const { written } = encoder.encodeInto(text, scratch);
+  return Buffer.from(scratch.subarray(0, written));
 }

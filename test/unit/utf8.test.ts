@@ -46,8 +46,22 @@ describe('unit: UTF-8 for large bodies (src/utf8.ts)', () => {
     expect(decodeUtf8(Buffer.from('{"a":"☕"}'))).to.equal('{"a":"☕"}');
   });
 
-  it('a large string with a lone surrogate is handed on as it is (Buffer.from replaces it, as before)', () => {
-    const text = texts.ascii + '\ud800';
-    expect(encodeUtf8(text)).to.equal(text);
+  it('a lone surrogate is replaced as Buffer.from replaces it (U+FFFD)', () => {
+    const text = texts.ascii + '\ud800' + texts.emoji + '\udfff';
+    const encoded = encodeUtf8(text) as Buffer;
+    expect(encoded.equals(Buffer.from(text))).to.equal(true);
+    expect(encoded.includes(Buffer.from('\ufffd'))).to.equal(true);
+  });
+
+  it('a shorter string after a longer one gets only its own bytes (the reused buffer is not read past them)', () => {
+    const long = encodeUtf8(texts.chinese) as Buffer;
+    const short = encodeUtf8(texts.ascii) as Buffer;
+    expect(short.equals(Buffer.from(texts.ascii))).to.equal(true);
+    expect(long.equals(Buffer.from(texts.chinese))).to.equal(true); // a copy: not overwritten by the next call
+  });
+
+  it('a string over the reused buffer\'s cap is encoded by Buffer.from', () => {
+    const huge = 'é☕'.repeat(300 * 1024);
+    expect((encodeUtf8(huge) as Buffer).equals(Buffer.from(huge))).to.equal(true);
   });
 });
