@@ -2,8 +2,8 @@
  * Large JSON bodies between UTF-8 bytes and JavaScript strings, faster than Node 20's defaults once the text is not
  * all ASCII (most of the world's text, and any conversation with an emoji in it).
  *
- * Measured on this project's machine for ~100 KB agent conversations (session 25, docs/PERFORMANCE.md; medians of
- * 2,700 fresh buffers and strings each, bench/tmp scratch scripts):
+ * Measured on this project's machine for ~100 KB agent conversations (bench/lib.ts conversationBody; medians of
+ * 2,700 fresh buffers and strings each in throwaway scripts; docs/PERFORMANCE.md, session 25):
  * - bytes → string: `toString('utf8')` (V8's decoder) takes 7.5 µs for ASCII but 173 µs with a few accented
  *   letters and emoji in it and 270 µs for Chinese; ICU's transcode to UTF-16, then a UTF-16 string, 112 and 130.
  * - string → bytes, for a string fresh from JSON.stringify: `Buffer.from(text)` (what undici does with a string
