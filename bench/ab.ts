@@ -12,6 +12,7 @@
  *   c64      non-streamed chat at concurrency 64 (autocannon): req/s, CPU µs per request, errors
  *   c1       non-streamed chat one at a time: p50 and p99 ms, CPU µs per request
  *   large    the same with a 100 KB conversation (bench/lib.ts conversationBody: tools, tool calls and results)
+ *   image    the same with a 2 MB vision request (one image as a base64 data URL, bench/lib.ts imageBody)
  *   burst    20-chunk streams at concurrency 16, as fast as the simulator writes: TTFB p50 ms, CPU µs per stream
  *   spread   paced streams (10 ms apart) at concurrency 16, starts spread: TTFB p50 ms, CPU µs per stream
  *   together the same, the 16 started together
@@ -26,7 +27,7 @@
  * change came out even with 8 s and 8 rounds and 856 -> 752 us per burst stream with 12 s and 10 rounds, on another
  * stretch of the day, so the warm-up is one difference of two), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test),
- * --interleaved (since session 25, the modes c1, large and single only: both builds' gateways run at once and take
+ * --interleaved (since session 25, the modes c1, large, image and single only: both builds' gateways run at once and take
  * turns request by request, A B, B A, …, so the machine's drift falls on both alike instead of on one round or the
  * other; in session 25 it resolved a 10 % CPU change in every round where alternating rounds did not).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
@@ -34,7 +35,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, benchGateway, build, chatBody, conversationBody, formatTable, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, benchGateway, build, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -52,13 +53,15 @@ const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
 const LARGE_BODY = conversationBody(MODEL, false, 100);
 /** Both builds' gateways up at once, the one-at-a-time modes taking turns request by request (alternate()). */
 const INTERLEAVED = process.argv.includes('--interleaved');
-const ONE_AT_A_TIME: Record<string, string> = { c1: chatBody(MODEL, false), large: LARGE_BODY, single: chatBody(STREAM_MODEL, true) };
+const IMAGE_BODY = imageBody(MODEL, false, 2000);
+const ONE_AT_A_TIME: Record<string, string> = { c1: chatBody(MODEL, false), large: LARGE_BODY, image: IMAGE_BODY, single: chatBody(STREAM_MODEL, true) };
 
 /** What each mode reports, in order, and which way is better. */
 const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
   c64: [{ name: 'req/s', higherIsBetter: true }, { name: 'CPU µs per request' }, { name: 'errors' }],
   c1: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
   large: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
+  image: [{ name: 'p50 ms' }, { name: 'p99 ms' }, { name: 'CPU µs per request' }],
   burst: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
   spread: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
   together: [{ name: 'TTFB p50 ms' }, { name: 'CPU µs per stream' }, { name: 'errors' }, { name: 'total p50 ms' }],
@@ -72,6 +75,7 @@ async function measure(mode: string, gw: { url: string; key: string; pid: number
     case 'c64': { const r = await withCpu(gw.pid, () => throughput(gw.url, gw.key, 64, SECONDS), (x) => x.requests); return [r.rps, r.cpuUs, r.errors]; }
     case 'c1': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N), () => N + 50); return [r.p50, r.p99, r.cpuUs]; } // 50 warm-up requests first
     case 'large': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N, LARGE_BODY), () => N + 50); return [r.p50, r.p99, r.cpuUs]; }
+    case 'image': { const r = await withCpu(gw.pid, () => latencyC1(gw.url, gw.key, N, IMAGE_BODY), () => N + 50); return [r.p50, r.p99, r.cpuUs]; }
     case 'burst': { const r = await streams(undefined, 16, N); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
     case 'spread': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2), PACED_STREAM_MS); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }
     case 'together': { const r = await streams(PACED_MODEL, 16, Math.round(N / 2)); return [r.ttfbP50, r.cpuUs, r.errors, r.totalP50]; }

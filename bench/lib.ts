@@ -155,6 +155,15 @@ export function conversationBody(model: string, stream: boolean, kb = 100): stri
   return JSON.stringify({ model, stream, max_tokens: 64, tools, messages });
 }
 
+/** A vision request: a question and one image as a base64 data URL of about `kb` KB (the body is ~kb KB). */
+export function imageBody(model: string, stream: boolean, kb = 2000): string {
+  const image = Buffer.alloc(Math.round((kb * 1024 * 3) / 4), 7).toString('base64');
+  return JSON.stringify({ model, stream, max_tokens: 64, messages: [
+    { role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${image}` } }] },
+    { role: 'user', content: 'Say hello to the benchmark.' },
+  ] });
+}
+
 /** Sequential requests at concurrency 1: latency in ms with sub-millisecond resolution. */
 export async function latencyC1(url: string, key: string, n: number, body = chatBody(MODEL, false)): Promise<{ p50: number; p99: number; errors: number }> {
   const times: number[] = [];

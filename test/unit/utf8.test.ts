@@ -60,8 +60,14 @@ describe('unit: UTF-8 for large bodies (src/utf8.ts)', () => {
     expect(long.equals(Buffer.from(texts.chinese))).to.equal(true); // a copy: not overwritten by the next call
   });
 
-  it('a string over the reused buffer\'s cap is encoded by Buffer.from', () => {
+  it('a string over the reused buffer\'s cap gets a buffer of its own, holding exactly its bytes', () => {
     const huge = 'é☕'.repeat(300 * 1024);
-    expect((encodeUtf8(huge) as Buffer).equals(Buffer.from(huge))).to.equal(true);
+    const a = encodeUtf8(huge) as Buffer;
+    expect(a.equals(Buffer.from(huge))).to.equal(true);
+    expect(a.length).to.equal(Buffer.byteLength(huge));
+    const base64 = '{"url":"data:image/png;base64,' + Buffer.alloc(600 * 1024, 7).toString('base64') + '"}';
+    const b = encodeUtf8(base64) as Buffer;
+    expect(b.equals(Buffer.from(base64))).to.equal(true);
+    expect(a.equals(Buffer.from(huge))).to.equal(true); // not overwritten by the next one
   });
 });
