@@ -190,7 +190,8 @@ describe('contract: the lean JSON path and the Express path', () => {
         expect(gz.status).to.equal(422);
         expect(gz.body).to.deep.equal(tooDeep);
       }
-      // deep inside a message counts from the top: 126 levels inside messages[0].content parse, 127 do not
+      // nesting inside a message counts from the top (body 1, messages 2, the message 3): 125 arrays in it parse
+      // (the innermost at depth 128), 126 do not
       const nested = (n: number) => JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'hi', extra: JSON.parse('['.repeat(n) + ']'.repeat(n)) }] });
       expectModelNotFound(await lean(nested(125)));
       const over = await lean(nested(126));
