@@ -3,7 +3,9 @@
  * SQLite, or PostgreSQL with --postgres) with V8's sampling profiler preloaded (bench/profile-window.mjs), warms the
  * gateway with the same load, then profiles the measured load only (non-streaming chat at concurrency 64;
  * --stream: streaming chat at concurrency 16; --paced: the same with chunks 10 ms apart, as a model writes, the 16
- * streams started together; --spread: paced, with their starts spread over one stream's length), and prints self
+ * streams started together; --spread: paced, with their starts spread over one stream's length; since session 25
+ * --body large|image: non-streamed requests one at a time with a 100 KB agent conversation or a 2 MB vision
+ * request, where the costs that grow with a body show), and prints self
  * time by package/file and by function, as shares and as µs per request or stream. Since session 20 the start-up
  * and the warm-up are left out (before, `node --cpu-prof` profiled the whole process: module loading and the spec's
  * parse showed as a few per cent). The profile lands in bench/results/profile/ (open it in Chrome DevTools for the
@@ -14,7 +16,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, log, startTs, streaming, throughput } from './lib.js';
+import { request } from 'undici';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, conversationBody, dispatcher, imageBody, log, startTs, streaming, throughput } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const SECONDS = Number(arg('--seconds') ?? 10);
@@ -25,6 +28,24 @@ const CONCURRENCY = arg('--concurrency') === undefined ? undefined : Number(arg(
 const WARMUP = Number(arg('--warmup') ?? 12);
 const INTERVAL = Number(arg('--interval') ?? 100);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** --body large|image: non-streamed requests one at a time with a 100 KB agent conversation or a 2 MB vision request. */
+const BODY = arg('--body');
+const BODIES: Record<string, () => string> = { large: () => conversationBody(MODEL, false, 100), image: () => imageBody(MODEL, false, 2000) };
+if (BODY !== undefined && !BODIES[BODY]) throw new Error(`--body takes ${Object.keys(BODIES).join(' or ')}`);
+
+/** Requests one at a time with `body` for about `seconds`: how many were served. */
+async function oneAtATime(url: string, key: string, body: string, seconds: number) {
+  const end = Date.now() + seconds * 1000;
+  let units = 0;
+  let errors = 0;
+  while (Date.now() < end) {
+    const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+    await res.body.dump();
+    if (res.statusCode !== 200) errors++;
+    units++;
+  }
+  return { units, errors };
+}
 
 interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
 interface Profile { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
@@ -87,19 +108,21 @@ async function main() {
   fs.mkdirSync(dir, { recursive: true });
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: PG_URL } : {};
-  const file = `${STREAM ? (SPREAD ? 'spread' : PACED ? 'paced' : 'stream') : 'c'}${CONCURRENCY ?? (STREAM ? 16 : 64)}${env.DATABASE_URL ? '-postgres' : ''}.cpuprofile`;
+  const file = `${BODY ? `${BODY}-c1` : `${STREAM ? (SPREAD ? 'spread' : PACED ? 'paced' : 'stream') : 'c'}${CONCURRENCY ?? (STREAM ? 16 : 64)}`}${env.DATABASE_URL ? '-postgres' : ''}.cpuprofile`;
+  const body = BODY ? BODIES[BODY]() : '';
   const out = path.join(dir, file);
   const gw = await benchGateway('profile', { ...env, PROFILE_OUT: out, PROFILE_INTERVAL_US: String(INTERVAL) }, sim.match[1],
     ['--import', path.join(ROOT, 'bench/profile-window.mjs')]);
   const load = (seconds: number) => (STREAM
     ? streaming(gw.url, gw.key, CONCURRENCY ?? 16, Math.ceil(seconds * (PACED ? (70 * (CONCURRENCY ?? 16)) / 16 : 300)), PACED ? PACED_MODEL : STREAM_MODEL, SPREAD ? PACED_STREAM_MS : 0)
       .then((r) => ({ ...r, units: r.streams }))
-    : throughput(gw.url, gw.key, CONCURRENCY ?? 64, seconds).then((r) => ({ ...r, units: r.requests })));
+    : BODY ? oneAtATime(gw.url, gw.key, body, seconds)
+      : throughput(gw.url, gw.key, CONCURRENCY ?? 64, seconds).then((r) => ({ ...r, units: r.requests })));
   if (WARMUP > 0) {
     log(`warming up for ~${WARMUP} s (not profiled)`);
     await load(WARMUP);
   }
-  log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency ${CONCURRENCY ?? 16} for ~${SECONDS} s` : `concurrency ${CONCURRENCY ?? 64} for ${SECONDS} s`);
+  log(STREAM ? `${SPREAD ? 'paced (starts spread) ' : PACED ? 'paced ' : ''}streaming at concurrency ${CONCURRENCY ?? 16} for ~${SECONDS} s` : BODY ? `${BODY} bodies one at a time for ${SECONDS} s` : `concurrency ${CONCURRENCY ?? 64} for ${SECONDS} s`);
   process.kill(gw.pid, 'SIGUSR2'); // the profiler starts
   const r = await load(SECONDS);
   process.kill(gw.pid, 'SIGUSR2'); // and stops, writing the profile
