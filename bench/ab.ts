@@ -29,7 +29,8 @@
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test),
  * --interleaved (since session 25, the modes c1, large, image and single only: both builds' gateways run at once and take
  * turns request by request, A B, B A, …, so the machine's drift falls on both alike instead of on one round or the
- * other; in session 25 it resolved a 10 % CPU change in every round where alternating rounds did not).
+ * other; in session 25 it showed a 0.2 ms (7 %) change of the 100 KB p50 in every round, where alternating rounds did
+ * not show it at all: docs/PERFORMANCE.md).
  * Loopback only; the builds' dependencies are this checkout's node_modules.
  */
 import fs from 'node:fs';
