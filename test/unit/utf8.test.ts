@@ -11,6 +11,8 @@ describe('unit: UTF-8 for large bodies (src/utf8.ts)', () => {
     emoji: large('a coffee ☕, a face 😀, a flag 🇫🇷 and a family 👨‍👩‍👧'),
     chinese: large('记录的总数已经改变了吗？这是一个测试。'),
     mixed: large('Ελληνικά, русский, עברית, العربية, हिन्दी, 日本語, 한국어'),
+    // noncharacters and the last code point are valid UTF-8 too (the NUL goes in escaped, as JSON writes it)
+    edges: large('a\u0000b\ufffe\uffff\ufdd0\u{10ffff}\u{1f600}é'),
   };
 
   for (const [name, text] of Object.entries(texts)) {
