@@ -27,7 +27,7 @@ export function decodeUtf8(buf: Buffer): string {
 }
 
 const encoder = new TextEncoder();
-/** Strings longer than this (in UTF-16 units) get a buffer of their own: the reused one stays at most 1.5 MB. */
+/** Strings longer than this (in UTF-16 units) are left to Buffer.from: the reused buffer stays at most 1.5 MB. */
 const SCRATCH_MAX = 512 * 1024;
 /** encodeUtf8's reused buffer: 3 bytes a UTF-16 unit at most, grown to the longest string encoded (up to the cap). */
 let scratch = Buffer.alloc(0);
@@ -35,16 +35,14 @@ let scratch = Buffer.alloc(0);
 /**
  * A request or answer body: the string itself when small (the socket or undici encodes it), else its UTF-8 bytes,
  * written by TextEncoder into a reused buffer and copied out. The bytes are `Buffer.from(text)`'s, a lone surrogate
- * included (both replace it with U+FFFD). A string over the reused buffer's cap (a base64 image, say) is written
- * into a buffer of 3 bytes a unit of its own and handed on as the part written: the untouched rest of an allocation
- * that size is never paged in (a 2 MB body fresh from JSON.stringify: 1.8 ms this way, 2.2 ms by Buffer.from).
+ * included (both replace it with U+FFFD). A string over the reused buffer's cap (a base64 image, say) is encoded by
+ * Buffer.from: a buffer of 3 bytes a unit of its own was ~18 % faster in a loop for a 2 MB body, but did not show
+ * beyond the rounds' spread in the process, and every such allocation raises the size below which glibc's malloc
+ * serves (and keeps) memory from its heap (docs/PERFORMANCE.md, session 25).
  */
 export function encodeUtf8(text: string): string | Buffer {
   if (text.length < LARGE) return text;
-  if (text.length > SCRATCH_MAX) {
-    const out = Buffer.allocUnsafeSlow(text.length * 3);
-    return out.subarray(0, encoder.encodeInto(text, out).written);
-  }
+  if (text.length > SCRATCH_MAX) return Buffer.from(text);
   if (scratch.length < text.length * 3) scratch = Buffer.allocUnsafeSlow(text.length * 3);
   const { written } = encoder.encodeInto(text, scratch);
   return Buffer.from(scratch.subarray(0, written));

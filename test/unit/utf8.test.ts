@@ -62,7 +62,7 @@ describe('unit: UTF-8 for large bodies (src/utf8.ts)', () => {
     expect(long.equals(Buffer.from(texts.chinese))).to.equal(true); // a copy: not overwritten by the next call
   });
 
-  it('a string over the reused buffer\'s cap gets a buffer of its own, holding exactly its bytes', () => {
+  it('a string over the reused buffer\'s cap is encoded whole, exactly its bytes', () => {
     const huge = 'é☕'.repeat(300 * 1024);
     const a = encodeUtf8(huge) as Buffer;
     expect(a.equals(Buffer.from(huge))).to.equal(true);
