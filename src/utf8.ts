@@ -37,8 +37,8 @@ let scratch = Buffer.alloc(0);
  * written by TextEncoder into a reused buffer and copied out. The bytes are `Buffer.from(text)`'s, a lone surrogate
  * included (both replace it with U+FFFD). A string over the reused buffer's cap (a base64 image, say) is encoded by
  * Buffer.from: a buffer of 3 bytes a unit of its own was ~18 % faster in a loop for a 2 MB body, but did not show
- * beyond the rounds' spread in the process, and every such allocation raises the size below which glibc's malloc
- * serves (and keeps) memory from its heap (docs/PERFORMANCE.md, session 25).
+ * beyond the rounds' spread in the process, for an allocation of three times the string (docs/PERFORMANCE.md,
+ * session 25).
  */
 export function encodeUtf8(text: string): string | Buffer {
   if (text.length < LARGE) return text;
