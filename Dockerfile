@@ -11,7 +11,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 # == install == (as .ci/run)
+# native/: the optional addon npm ci builds (malloc_trim, src/memory.ts), a file: dependency of package.json.
 COPY package.json package-lock.json ./
+COPY native ./native
 RUN npm ci --no-audit --no-fund
 COPY . .
 

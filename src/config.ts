@@ -46,6 +46,8 @@ export interface Config {
   /** Retries across candidates/attempts for one request. */
   maxAttempts: number;
   shutdownGraceMs: number;
+  /** How often an idle process checks whether to give the C allocator's free memory back (src/memory.ts); 0 = never. */
+  memoryTrimIntervalMs: number;
   /** Built-in tools and web-search augmentation (src/tools). */
   tools: ToolsConfig;
   /** Model-hub facade (src/facades/hub.ts). */
@@ -329,6 +331,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     upstreamTotalTimeoutMs: int(env, 'UPSTREAM_TOTAL_TIMEOUT_MS', 600_000, 1),
     maxAttempts: int(env, 'UPSTREAM_MAX_ATTEMPTS', 3, 1, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
+    memoryTrimIntervalMs: int(env, 'MEMORY_TRIM_INTERVAL_MS', 5_000, 0),
     tools: toolsConfig(env),
     hub: {
       baseUrl: httpUrl(env, 'HUB_BASE_URL', 'https://huggingface.co')!,

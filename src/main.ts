@@ -7,6 +7,7 @@ import { KeyService } from './auth.js';
 import { buildServices, stopServices } from './services.js';
 import { createApp } from './app.js';
 import { protectServer } from './security.js';
+import { MemoryTrimmer } from './memory.js';
 
 async function main() {
   let config;
@@ -31,6 +32,9 @@ async function main() {
   });
   server.keepAliveTimeout = 65_000;
   protectServer(server);
+  // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight (src/memory.ts).
+  const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs });
+  trimmer.start();
 
   // A promise nobody awaited must not take the process (and every open stream) down; it is a bug to log.
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));
@@ -54,6 +58,7 @@ async function main() {
       server.closeAllConnections();
       await inflight.idle(5_000);
     }
+    trimmer.stop();
     await stopServices(services);
     await store.close();
     logger.info('stopped');
