@@ -283,6 +283,27 @@ export async function openStreams(url: string, key: string, pid: number, n: numb
 }
 
 /**
+ * `concurrency` clients sending `body` back to back for `seconds` (a load of large bodies, for the memory it leaves
+ * behind): requests, non-200 answers and the serving process's peak RSS, sampled after every answer.
+ */
+export async function bodyLoad(url: string, key: string, pid: number, body: string, concurrency: number, seconds: number): Promise<{ requests: number; errors: number; peakMb: number }> {
+  const end = Date.now() + seconds * 1000;
+  let requests = 0;
+  let errors = 0;
+  let peak = rssOf(pid);
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (Date.now() < end) {
+      const r = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+      await r.body.arrayBuffer();
+      requests++;
+      if (r.statusCode !== 200) errors++;
+      peak = Math.max(peak, rssOf(pid));
+    }
+  }));
+  return { requests, errors, peakMb: round(peak / 2 ** 20, 1) };
+}
+
+/**
  * The RSS of a process left without traffic for `secs`: sampled every second, the last sample, the RSS when the
  * quiet began, and after how many seconds the RSS first came within 5 % of the last sample (when V8's memory
  * reducer gave the heap back).

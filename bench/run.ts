@@ -18,8 +18,9 @@
  *      loaded measure, from /proc: on 2 cores shared by all three processes it is what the loaded figures
  *      follow, and it is steadier than their latencies on a noisy machine;
  *   5. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
- *      load phases (once V8's memory reducer ran), and on a freshly started gateway 1,000 concurrent open streams:
- *      its peak RSS and RSS per stream.
+ *      load phases (once V8's memory reducer ran), the same after 2 MB vision requests at concurrency 16 (the first
+ *      database's run only: the bodies' Buffers are what is left in the C allocator's heap), and on a freshly
+ *      started gateway 1,000 concurrent open streams: its peak RSS and RSS per stream.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds and
  * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
  * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run.
@@ -31,7 +32,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, conversationBody, formatTable, latencyC1, log, median, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -60,6 +61,8 @@ async function main() {
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
   const settleSecs = QUICK ? 60 : 120; // the idle RSS after the load is sampled this long (below)
+  const imageSecs = QUICK ? 5 : 10; // 2 MB vision requests at c=16, then the idle RSS again for imageSettleSecs
+  const imageSettleSecs = QUICK ? 30 : 60;
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
@@ -104,13 +107,22 @@ async function main() {
     // (30–70 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
     log(`${label}: ${settleSecs} s without traffic (RSS of the idle gateway after the load)`);
     const settled = await settleRss(gw.pid, settleSecs);
+    // Idle after large bodies (since session 26): their Buffers are the C allocator's, which V8's reducer does not
+    // give back (src/memory.ts). The first database's run only; the memory does not depend on the database.
+    let images: Record<string, number> | undefined;
+    if (label === dbs[0][0]) {
+      log(`${label}: 2 MB vision requests at concurrency 16 for ${imageSecs} s, then ${imageSettleSecs} s without traffic`);
+      const load = await bodyLoad(gw.url, gw.key, gw.pid, imageBody(MODEL, false), 16, imageSecs);
+      const after = await settleRss(gw.pid, imageSettleSecs);
+      images = { ...load, settledMb: after.settledMb, quietStartMb: after.quietStartMb, settledAfterS: after.settledAfterS };
+    }
     gw.stop();
     // Memory per open stream on a fresh gateway warmed by a hundred streams: after the load phases the heap has
     // room to spare and the streams would seem to cost nothing.
     log(`${label}: ${open} open streams on a fresh gateway`);
     const fresh = await benchGateway(`${label} (memory)`, env, simUrl);
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
-    const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled };
+    const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled, images };
     fresh.stop();
     // each measure (c1, large, c64, stream, paced, pacedSpread, single) as the median of its rounds
     const summary = (who: string) => Object.fromEntries(Object.entries(runs[who]).map(([what, xs]) => [what, medianOf(xs)]));
@@ -146,6 +158,11 @@ async function main() {
   add('CPU µs per stream, burst', (x) => String(x.stream.cpuUs));
   add('CPU µs per stream, paced together', (x) => String(x.paced.cpuUs));
   add('CPU µs per stream, c=1', (x) => String(x.single.cpuUs));
+  // memory: the gateway's own (no direct or bare-proxy figure)
+  const mem = (name: string, f: (m: any) => unknown) => rows.push([name, '—', '—', ...dbs.map(([l]) => String(f(results[l].memory) ?? '—'))]);
+  mem('RSS MB idle after the load phases', (m) => m.settledMb);
+  mem('RSS MB idle after 2 MB images at c=16', (m) => m.images?.settledMb);
+  mem('RSS KB per open stream', (m) => m.perStreamKb);
   const derived: Record<string, any> = {};
   for (const [l] of dbs) {
     const g = results[l];
@@ -167,6 +184,7 @@ async function main() {
       cpu_per_request_c64_vs_bare: round(g.c64.cpuUs / g.bare.c64.cpuUs, 2),
       cpu_per_stream_burst_vs_bare: round(g.stream.cpuUs / g.bare.stream.cpuUs, 2),
       rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_when_load_ended_mb: g.memory.quietStartMb, idle_rss_settled_after_s: g.memory.settledAfterS, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,
+      ...(g.memory.images && { images_served: g.memory.images.requests, images_errors: g.memory.images.errors, peak_rss_images_mb: g.memory.images.peakMb, rss_when_images_ended_mb: g.memory.images.quietStartMb, idle_rss_after_images_mb: g.memory.images.settledMb, idle_rss_after_images_settled_after_s: g.memory.images.settledAfterS }),
     };
   }
   results.derived = derived;
