@@ -34,7 +34,7 @@ async function main() {
   protectServer(server);
   // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight (src/memory.ts).
   const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs });
-  trimmer.start();
+  if (trimmer.start()) services.metrics.watchMemoryTrim(trimmer);
 
   // A promise nobody awaited must not take the process (and every open stream) down; it is a bug to log.
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));

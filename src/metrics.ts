@@ -194,6 +194,15 @@ export class Metrics implements AttemptMetrics {
     }
   }
 
+  /** The memory trimmer's counts (src/memory.ts), read at each scrape. */
+  watchMemoryTrim(source: { readonly trims: number; readonly released: number }): void {
+    const registers = [this.registry];
+    new client.Counter({ name: 'gateway_memory_trims_total', help: 'Times the C allocator\'s free memory was given back to the system while nothing was in flight.', registers,
+      collect() { this.reset(); this.inc(source.trims); } });
+    new client.Counter({ name: 'gateway_memory_trim_released_bytes_total', help: 'Resident memory those trims gave back, in bytes.', registers,
+      collect() { this.reset(); this.inc(source.released); } });
+  }
+
   httpRequest(operation: string, status: number, ms: number): void {
     this.httpRequests.inc([operation, status]);
     this.httpDuration.observe([operation], ms / 1000);

@@ -95,4 +95,17 @@ describe('metrics: Metrics', () => {
     breakers.success('openai', 'b');
     expect(await gauge('openai')).to.equal(0);
   });
+
+  it("the memory trimmer's counts are read at each scrape", async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    const trimmer = { trims: 0, released: 0 };
+    m.watchMemoryTrim(trimmer);
+    expect(value((await m.render()).body, 'gateway_memory_trims_total')).to.equal(0);
+    trimmer.trims = 3;
+    trimmer.released = 75_000_000;
+    const { body } = await m.render();
+    expect(value(body, 'gateway_memory_trims_total')).to.equal(3);
+    expect(value(body, 'gateway_memory_trim_released_bytes_total')).to.equal(75_000_000);
+    expect(body).to.include('# TYPE gateway_memory_trims_total counter');
+  });
 });
