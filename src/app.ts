@@ -32,6 +32,7 @@ import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
 import { queueHeaders, startHead } from './head.js';
 import { uuid4 } from './ids.js';
 import { decodeUtf8 } from './utf8.js';
+import { registerPlainStrings } from './json-body.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -113,10 +114,12 @@ function dump(req: IncomingMessage, done: () => void): void {
 /**
  * The lean path's JSON body, with body-parser's rules: no body is `undefined`, an empty one `{}`, the top level
  * must be an object or an array, a declared or actual size over `limit` is refused (after the rest is read off).
+ * With it, when its large strings were registered for the upstream body (src/json-body.ts), the function that
+ * releases them once the request is over.
  */
-function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, (() => void) | undefined]> {
   return new Promise((resolve, reject) => {
-    if (!hasBody(req)) return resolve(undefined);
+    if (!hasBody(req)) return resolve([undefined, undefined]);
     const tooLarge = () => Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413 });
     const chunks: Buffer[] = [];
     let size = 0;
@@ -142,7 +145,7 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
       try {
         const value = parseStrictJson(decodeUtf8(buf));
         if (tooDeep(value)) throw jsonTooDeep();
-        resolve(value);
+        resolve([value, registerPlainStrings(buf, value)]);
       } catch (err) {
         reject(err);
       }
@@ -302,10 +305,11 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   /** The lean path: JSON (or no) body read here, then the dispatcher. */
   const lean = async (req: GatewayRequest, res: GatewayResponse): Promise<void> => {
     const leave = inflight.enter();
+    let release: (() => void) | undefined;
     try {
       let body: unknown;
       try {
-        body = await readJsonBody(req, config.jsonBodyLimit);
+        [body, release] = await readJsonBody(req, config.jsonBodyLimit);
       } catch (err) {
         return sendError(req, res, bodyError(err, config), logger);
       }
@@ -313,6 +317,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     } catch (err) {
       sendError(req, res, err, logger);
     } finally {
+      release?.();
       leave();
     }
   };

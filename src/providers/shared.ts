@@ -3,10 +3,16 @@ import { UpstreamError } from '../engine/types.js';
 import { randomHex } from '../ids.js';
 import { readJson, transportError, type UpstreamResponse } from './http.js';
 
-/** `data:<mime>;base64,<data>` split into its parts; undefined for any other URL. */
+/**
+ * `data:<mime>;base64,<data>` split into its parts; undefined for any other URL. Only the part before the first comma
+ * is matched with a pattern (the data is a slice): a pattern over a 2 MB image took ~1 ms.
+ */
 export function parseDataUrl(url: string): { mimeType: string; data: string } | undefined {
-  const m = /^data:([^;,]+)((?:;[^;,]+)*);base64,(.*)$/s.exec(url);
-  return m ? { mimeType: m[1]!, data: m[3]! } : undefined;
+  if (!url.startsWith('data:')) return undefined;
+  const comma = url.indexOf(',');
+  if (comma < 0) return undefined;
+  const m = /^data:([^;,]+)(?:;[^;,]+)*;base64$/.exec(url.slice(0, comma));
+  return m ? { mimeType: m[1]!, data: url.slice(comma + 1) } : undefined;
 }
 
 /** An id for a response the upstream did not name. */

@@ -13,6 +13,7 @@ import { fixtureCatalog, gw, offer } from '../support/catalog.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
 import { usageRows as recordedUsage } from '../support/e2e.js';
 import { spendElsewhere } from '../support/db.js';
+import { registeredPlainStrings, splicedBodies } from '../../src/json-body.js';
 
 const NANO = 1e9;
 
@@ -151,6 +152,20 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(sim.calls).to.have.length(1);
     expect(sim.calls[0].body.messages).to.deep.equal(messages);
     expect(Number(sim.calls[0].headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(sim.calls[0].body)));
+  });
+
+  it('a 300 KB image reaches the upstream intact, its bytes written straight into the upstream body, and is released after', async () => {
+    const url = `data:image/png;base64,${Buffer.alloc(225_000, 9).toString('base64')}`;
+    const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'What is in this picture?' }, { type: 'image_url' as const, image_url: { url } }] }];
+    const spliced = splicedBodies.count;
+    const r = await client().chat.completions.create({ model: 'test/echo', messages });
+    expect(r.choices[0].message.content).to.equal('Echo: What is in this picture?');
+    expect(splicedBodies.count).to.equal(spliced + 1);
+    const call = sim.calls.at(-1)!;
+    expect(call.body.messages).to.deep.equal(messages);
+    expect(call.body.model).to.equal('sim/echo');
+    expect(Number(call.headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(call.body)));
+    expect(registeredPlainStrings()).to.equal(0);
   });
 
   it('JSON mode', async () => {

@@ -11,6 +11,7 @@ import { nativeBody, toAnthropicRequest } from './request.js';
 import { fromAnthropicMessage } from './response.js';
 import { anthropicEvents } from './stream.js';
 import type { AMessage } from './wire.js';
+import { jsonBody } from '../../json-body.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -24,7 +25,7 @@ function post(req: ChatRequest, target: Target, signal: AbortSignal, stream: boo
       'anthropic-version': ANTHROPIC_VERSION,
       ...(req.anthropicBody && req.anthropicBeta ? { 'anthropic-beta': req.anthropicBeta } : {}),
     },
-    body: JSON.stringify(body),
+    body: jsonBody(body),
     signal,
     timeouts: target.timeouts,
   });

@@ -7,6 +7,7 @@ import { toGeminiRequest } from './request.js';
 import { fromGeminiResponse, geminiHttpError } from './response.js';
 import { geminiEvents } from './stream.js';
 import type { GResponse } from './wire.js';
+import { jsonBody } from '../../json-body.js';
 
 /** `models/<id>` unless the id already names its collection (`tunedModels/…`). */
 function modelPath(model: string): string {
@@ -21,7 +22,7 @@ function post(req: ChatRequest, target: Target, signal: AbortSignal, stream: boo
       accept: stream ? 'text/event-stream' : 'application/json',
       'x-goog-api-key': target.apiKey,
     },
-    body: JSON.stringify(toGeminiRequest(req)),
+    body: jsonBody(toGeminiRequest(req)),
     signal,
     timeouts: target.timeouts,
     mapError: geminiHttpError,

@@ -9,6 +9,7 @@ import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
 import type { ProviderAdapter, Target } from '../types.js';
+import { jsonBody } from '../../json-body.js';
 
 export interface OpenAICompatibleOptions extends Partial<OpenAIWireOptions> {
   headers?: Record<string, string>;
@@ -40,7 +41,7 @@ function cachedHeaders(cache: Map<string, Record<string, string>>, target: Targe
 
 export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAdapter {
   const wire: OpenAIWireOptions = { maxTokensField: opts.maxTokensField ?? 'max_tokens', exclude: opts.exclude ?? [] };
-  const body = (req: ChatRequest, target: Target) => JSON.stringify(toOpenAIRequest(req, target.upstreamModel, wire));
+  const body = (req: ChatRequest, target: Target) => jsonBody(toOpenAIRequest(req, target.upstreamModel, wire));
   const jsonHeaders = new Map<string, Record<string, string>>();
   const streamHeaders = new Map<string, Record<string, string>>();
 

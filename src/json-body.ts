@@ -1,0 +1,165 @@
+/**
+ * Upstream JSON bodies that carry a client's large strings (a base64 image, a long document) without serialising
+ * and encoding them again.
+ *
+ * The gateway rebuilds every upstream body from the parsed request, so a 2 MB data URL was copied by
+ * `JSON.stringify` into a 2 MB JSON string (a rope V8 then flattens) and that string encoded to 2 MB of UTF-8:
+ * ~3–4 ms of a 2 MB vision request's ~11 ms of CPU (docs/PERFORMANCE.md, session 26). A string needs neither step
+ * when it is known to be ASCII with nothing JSON escapes: its JSON literal is then `"` + its characters + `"`, and its
+ * characters are its bytes. A client body that is all ASCII and holds no backslash proves that for every string in
+ * it (JSON forbids raw control characters in strings, and a quote or a backslash inside one needs a backslash), and
+ * Node checks both in ~0.02 ms for 2 MB (`isAscii`, and `indexOf` of one byte).
+ *
+ * So the lean path registers the large strings of such a body while its request is in flight
+ * (`registerPlainStrings`, released when the request ends), and `jsonBody` serialises an upstream body with each
+ * registered string it holds swapped for a placeholder, then writes the JSON around them and their bytes into one
+ * Buffer. A registered string is recognised by its content (a Map's key), so an adapter's own copy or slice with the
+ * same content counts too; anything unexpected (a placeholder not found exactly once, a property that cannot be set)
+ * falls back to `JSON.stringify`, whose bytes these are in every case.
+ */
+import { isAscii } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+
+/** Strings shorter than this are serialised as they are: the gain is in the large ones. */
+export const PLAIN_MIN = 64 * 1024;
+
+/** Registered strings, counted: two requests in flight may carry the same image. */
+const plain = new Map<string, number>();
+
+/** Unguessable per process, so no client text can pose as a placeholder (and one found twice falls back anyway). */
+const PLACEHOLDER = `gw-splice-${randomBytes(12).toString('hex')}-`;
+
+/** The part after the comma of a base64 data URL, which the Anthropic and Gemini adapters send on its own. */
+function base64Part(s: string): string | undefined {
+  if (!s.startsWith('data:')) return undefined;
+  const comma = s.indexOf(',');
+  return comma > 0 && s.startsWith(';base64', comma - 7) ? s.slice(comma + 1) : undefined;
+}
+
+function collect(value: unknown, out: string[], depth: number): void {
+  if (depth > 64 || typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v = value[i];
+      if (typeof v === 'string') {
+        if (v.length >= PLAIN_MIN) out.push(v);
+      } else if (typeof v === 'object' && v !== null) collect(v, out, depth + 1);
+    }
+  } else {
+    for (const k in value as Record<string, unknown>) {
+      const v = (value as Record<string, unknown>)[k];
+      if (typeof v === 'string') {
+        if (v.length >= PLAIN_MIN) out.push(v);
+      } else if (typeof v === 'object' && v !== null) collect(v, out, depth + 1);
+    }
+  }
+}
+
+/**
+ * After a client's JSON body was parsed: when its bytes are all ASCII without a backslash, its strings of PLAIN_MIN
+ * characters and more (and the base64 part of such a data URL) are registered until the returned function is called.
+ * Undefined when there is nothing to register.
+ */
+export function registerPlainStrings(bytes: Buffer, parsed: unknown): (() => void) | undefined {
+  if (bytes.length < PLAIN_MIN || !isAscii(bytes) || bytes.indexOf(0x5c) !== -1) return undefined;
+  const found: string[] = [];
+  collect(parsed, found, 0);
+  if (found.length === 0) return undefined;
+  for (let i = 0, n = found.length; i < n; i++) {
+    const part = base64Part(found[i]);
+    if (part !== undefined && part.length >= PLAIN_MIN) found.push(part);
+  }
+  for (const s of found) plain.set(s, (plain.get(s) ?? 0) + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    for (const s of found) {
+      const n = (plain.get(s) ?? 1) - 1;
+      if (n <= 0) plain.delete(s);
+      else plain.set(s, n);
+    }
+  };
+}
+
+/** How many strings are registered (tests). */
+export const registeredPlainStrings = (): number => plain.size;
+
+/** Upstream bodies written with registered strings straight in, since the process started (tests). */
+export const splicedBodies = { count: 0 };
+
+type Holder = Record<string, unknown> | unknown[];
+
+function find(value: unknown, spots: Array<[Holder, string | number, string]>, depth: number): void {
+  if (depth > 64 || typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v = value[i];
+      if (typeof v === 'string') {
+        if (v.length >= PLAIN_MIN && plain.has(v)) spots.push([value, i, v]);
+      } else if (typeof v === 'object' && v !== null) find(v, spots, depth + 1);
+    }
+  } else {
+    // own keys, in JSON.stringify's order
+    for (const k of Object.keys(value)) {
+      const v = (value as Record<string, unknown>)[k];
+      if (typeof v === 'string') {
+        if (v.length >= PLAIN_MIN && plain.has(v)) spots.push([value as Record<string, unknown>, k, v]);
+      } else if (typeof v === 'object' && v !== null) find(v, spots, depth + 1);
+    }
+  }
+}
+
+/**
+ * `JSON.stringify(value)` as an upstream request body: the string itself, or, when the value holds registered
+ * strings, the same JSON's UTF-8 bytes with those strings' bytes written straight in.
+ */
+export function jsonBody(value: unknown): string | Buffer {
+  if (plain.size === 0) return JSON.stringify(value);
+  const spots: Array<[Holder, string | number, string]> = [];
+  find(value, spots, 0);
+  if (spots.length === 0) return JSON.stringify(value);
+  let json: string;
+  let swapped = 0;
+  try {
+    for (; swapped < spots.length; swapped++) {
+      const [holder, key] = spots[swapped];
+      (holder as Record<string | number, unknown>)[key] = PLACEHOLDER + swapped;
+    }
+    json = JSON.stringify(value);
+  } catch {
+    json = '';
+  } finally {
+    for (let i = 0; i < swapped; i++) {
+      const [holder, key, s] = spots[i];
+      (holder as Record<string | number, unknown>)[key] = s;
+    }
+  }
+  if (swapped < spots.length || json === '') return JSON.stringify(value);
+  // The JSON between the placeholders, in order; each placeholder's literal must be where the walk found it, once.
+  const parts: string[] = [];
+  let at = 0;
+  for (let i = 0; i < spots.length; i++) {
+    const literal = `"${PLACEHOLDER}${i}"`;
+    const j = json.indexOf(literal, at);
+    if (j < 0 || json.indexOf(literal, j + literal.length) >= 0) return JSON.stringify(value);
+    parts.push(json.slice(at, j));
+    at = j + literal.length;
+  }
+  parts.push(json.slice(at));
+  let size = 0;
+  for (const p of parts) size += Buffer.byteLength(p);
+  for (const [, , s] of spots) size += s.length + 2;
+  const out = Buffer.allocUnsafeSlow(size);
+  let off = 0;
+  for (let i = 0; i < spots.length; i++) {
+    off += out.write(parts[i], off, 'utf8');
+    out[off++] = 0x22;
+    off += out.write(spots[i][2], off, 'latin1');
+    out[off++] = 0x22;
+  }
+  off += out.write(parts[parts.length - 1], off, 'utf8');
+  if (off !== size) return JSON.stringify(value);
+  splicedBodies.count++;
+  return out;
+}
