@@ -32,7 +32,7 @@ import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
 import { queueHeaders, startHead } from './head.js';
 import { uuid4 } from './ids.js';
 import { decodeUtf8 } from './utf8.js';
-import { registerPlainStrings } from './json-body.js';
+import { registerLargeBody } from './json-body.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -145,7 +145,7 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, ((
       try {
         const value = parseStrictJson(decodeUtf8(buf));
         if (tooDeep(value)) throw jsonTooDeep();
-        resolve([value, registerPlainStrings(buf, value)]);
+        resolve([value, registerLargeBody(buf, value)]);
       } catch (err) {
         reject(err);
       }

@@ -1,21 +1,23 @@
 /**
- * Upstream JSON bodies that carry a client's large strings (a base64 image, a long document) without serialising
- * and encoding them again.
+ * Upstream JSON bodies that carry large strings (a base64 image, a long document) without serialising and encoding
+ * them again.
  *
  * The gateway rebuilds every upstream body from the parsed request, so a 2 MB data URL was copied by
  * `JSON.stringify` into a 2 MB JSON string (a rope V8 then flattens) and that string encoded to 2 MB of UTF-8:
- * ~3–4 ms of a 2 MB vision request's ~11 ms of CPU (docs/PERFORMANCE.md, session 26). A string needs neither step
- * when it is known to be ASCII with nothing JSON escapes: its JSON literal is then `"` + its characters + `"`, and its
- * characters are its bytes. A client body that is all ASCII and holds no backslash proves that for every string in
- * it (JSON forbids raw control characters in strings, and a quote or a backslash inside one needs a backslash), and
- * Node checks both in ~0.02 ms for 2 MB (`isAscii`, and `indexOf` of one byte).
+ * ~5 ms of a 2 MB vision request's ~11 ms of CPU (docs/PERFORMANCE.md, session 26). A string needs neither step when
+ * it is "plain": printable ASCII without a quote or a backslash. Its JSON literal is then `"` + its characters + `"`,
+ * and its characters are its bytes. One pattern tells (~0.5 ns a character, ~1 ms for 2 MB); a client body that is
+ * all ASCII and holds no backslash proves it for every string in it at once (JSON forbids raw control characters in
+ * strings, and a quote or a backslash inside one needs a backslash), which Node checks in ~0.02 ms for 2 MB
+ * (`isAscii`, and `indexOf` of one byte).
  *
- * So the lean path registers the large strings of such a body while its request is in flight
- * (`registerPlainStrings`, released when the request ends), and `jsonBody` serialises an upstream body with each
- * registered string it holds swapped for a placeholder, then writes the JSON around them and their bytes into one
- * Buffer. A registered string is recognised by its content (a Map's key), so an adapter's own copy or slice with the
- * same content counts too; anything unexpected (a placeholder not found exactly once, a property that cannot be set)
- * falls back to `JSON.stringify`, whose bytes these are in every case.
+ * So the lean path registers each client body of PLAIN_MIN bytes and more while its request is in flight
+ * (`registerLargeBody`, released when the request ends), with its large strings when the body proves them plain;
+ * and while any is in flight `jsonBody` looks for strings of PLAIN_MIN characters and more in an upstream body,
+ * swaps each plain one (registered, or found so by the pattern) for a placeholder, serialises the rest, then writes
+ * the JSON around them and their bytes into one Buffer. A registered string is recognised by its content (a Map's
+ * key), so an adapter's slice with the same content counts too; anything unexpected (a placeholder not found exactly
+ * once, a property that cannot be set) falls back to `JSON.stringify`, whose bytes these are in every case.
  */
 import { isAscii } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +27,10 @@ export const PLAIN_MIN = 64 * 1024;
 
 /** Registered strings, counted: two requests in flight may carry the same image. */
 const plain = new Map<string, number>();
+/** Client bodies of PLAIN_MIN bytes and more in flight: while there are none, jsonBody is JSON.stringify. */
+let largeBodies = 0;
+/** A character that is not plain: outside printable ASCII, or a quote, or a backslash. */
+const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 
 /** Unguessable per process, so no client text can pose as a placeholder (and one found twice falls back anyway). */
 const PLACEHOLDER = `gw-splice-${randomBytes(12).toString('hex')}-`;
@@ -56,24 +62,27 @@ function collect(value: unknown, out: string[], depth: number): void {
 }
 
 /**
- * After a client's JSON body was parsed: when its bytes are all ASCII without a backslash, its strings of PLAIN_MIN
- * characters and more (and the base64 part of such a data URL) are registered until the returned function is called.
- * Undefined when there is nothing to register.
+ * After a client's JSON body was parsed: a body of PLAIN_MIN bytes and more is counted in flight, and when its bytes
+ * are all ASCII without a backslash its strings of PLAIN_MIN characters and more (and the base64 part of such a data
+ * URL) are registered as plain, until the returned function is called. Undefined for a smaller body.
  */
-export function registerPlainStrings(bytes: Buffer, parsed: unknown): (() => void) | undefined {
-  if (bytes.length < PLAIN_MIN || !isAscii(bytes) || bytes.indexOf(0x5c) !== -1) return undefined;
+export function registerLargeBody(bytes: Buffer, parsed: unknown): (() => void) | undefined {
+  if (bytes.length < PLAIN_MIN) return undefined;
   const found: string[] = [];
-  collect(parsed, found, 0);
-  if (found.length === 0) return undefined;
-  for (let i = 0, n = found.length; i < n; i++) {
-    const part = base64Part(found[i]);
-    if (part !== undefined && part.length >= PLAIN_MIN) found.push(part);
+  if (isAscii(bytes) && bytes.indexOf(0x5c) === -1) {
+    collect(parsed, found, 0);
+    for (let i = 0, n = found.length; i < n; i++) {
+      const part = base64Part(found[i]);
+      if (part !== undefined && part.length >= PLAIN_MIN) found.push(part);
+    }
   }
+  largeBodies++;
   for (const s of found) plain.set(s, (plain.get(s) ?? 0) + 1);
   let released = false;
   return () => {
     if (released) return;
     released = true;
+    largeBodies--;
     for (const s of found) {
       const n = (plain.get(s) ?? 1) - 1;
       if (n <= 0) plain.delete(s);
@@ -82,13 +91,16 @@ export function registerPlainStrings(bytes: Buffer, parsed: unknown): (() => voi
   };
 }
 
-/** How many strings are registered (tests). */
+/** How many strings are registered, and how many large bodies are in flight (tests). */
 export const registeredPlainStrings = (): number => plain.size;
+export const largeBodiesInFlight = (): number => largeBodies;
 
 /** Upstream bodies written with registered strings straight in, since the process started (tests). */
 export const splicedBodies = { count: 0 };
 
 type Holder = Record<string, unknown> | unknown[];
+
+const isPlain = (s: string): boolean => plain.has(s) || !NOT_PLAIN.test(s);
 
 function find(value: unknown, spots: Array<[Holder, string | number, string]>, depth: number): void {
   if (depth > 64 || typeof value !== 'object' || value === null) return;
@@ -96,7 +108,7 @@ function find(value: unknown, spots: Array<[Holder, string | number, string]>, d
     for (let i = 0; i < value.length; i++) {
       const v = value[i];
       if (typeof v === 'string') {
-        if (v.length >= PLAIN_MIN && plain.has(v)) spots.push([value, i, v]);
+        if (v.length >= PLAIN_MIN && isPlain(v)) spots.push([value, i, v]);
       } else if (typeof v === 'object' && v !== null) find(v, spots, depth + 1);
     }
   } else {
@@ -104,18 +116,18 @@ function find(value: unknown, spots: Array<[Holder, string | number, string]>, d
     for (const k of Object.keys(value)) {
       const v = (value as Record<string, unknown>)[k];
       if (typeof v === 'string') {
-        if (v.length >= PLAIN_MIN && plain.has(v)) spots.push([value as Record<string, unknown>, k, v]);
+        if (v.length >= PLAIN_MIN && isPlain(v)) spots.push([value as Record<string, unknown>, k, v]);
       } else if (typeof v === 'object' && v !== null) find(v, spots, depth + 1);
     }
   }
 }
 
 /**
- * `JSON.stringify(value)` as an upstream request body: the string itself, or, when the value holds registered
+ * `JSON.stringify(value)` as an upstream request body: the string itself, or, when the value holds large plain
  * strings, the same JSON's UTF-8 bytes with those strings' bytes written straight in.
  */
 export function jsonBody(value: unknown): string | Buffer {
-  if (plain.size === 0) return JSON.stringify(value);
+  if (largeBodies === 0) return JSON.stringify(value);
   const spots: Array<[Holder, string | number, string]> = [];
   find(value, spots, 0);
   if (spots.length === 0) return JSON.stringify(value);

@@ -13,7 +13,7 @@ import { fixtureCatalog, gw, offer } from '../support/catalog.js';
 import { validateChatCompletionRequest } from '../support/openai-schema.js';
 import { usageRows as recordedUsage } from '../support/e2e.js';
 import { spendElsewhere } from '../support/db.js';
-import { registeredPlainStrings, splicedBodies } from '../../src/json-body.js';
+import { largeBodiesInFlight, registeredPlainStrings, splicedBodies } from '../../src/json-body.js';
 
 const NANO = 1e9;
 
@@ -166,6 +166,21 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(call.body.model).to.equal('sim/echo');
     expect(Number(call.headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(call.body)));
     expect(registeredPlainStrings()).to.equal(0);
+    expect(largeBodiesInFlight()).to.equal(0);
+  });
+
+  it('an image beside a prompt with new lines and accents (the body proves nothing) is still written straight in, intact', async () => {
+    const url = `data:image/jpeg;base64,${Buffer.alloc(150_000, 5).toString('base64')}`;
+    const messages = [{ role: 'system' as const, content: 'Describe images.\nBe brief: « café » ☕' },
+      { role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url, detail: 'low' as const } }, { type: 'text' as const, text: 'What is\tthis?' }] }];
+    const spliced = splicedBodies.count;
+    const r = await client().chat.completions.create({ model: 'test/echo', messages });
+    expect(r.choices[0].message.content).to.equal('Echo: What is\tthis?');
+    expect(splicedBodies.count).to.equal(spliced + 1);
+    const call = sim.calls.at(-1)!;
+    expect(call.body.messages).to.deep.equal(messages);
+    expect(Number(call.headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(call.body)));
+    expect(largeBodiesInFlight()).to.equal(0);
   });
 
   it('JSON mode', async () => {

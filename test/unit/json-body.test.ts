@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PLAIN_MIN, jsonBody, registerPlainStrings, registeredPlainStrings } from '../../src/json-body.js';
+import { PLAIN_MIN, jsonBody, largeBodiesInFlight, registerLargeBody, registeredPlainStrings } from '../../src/json-body.js';
 import { parseDataUrl } from '../../src/providers/shared.js';
 
 /** A client body with one base64 image of `bytes` bytes, as the OpenAI SDK sends it. */
@@ -12,14 +12,18 @@ function visionBody(bytes = 200_000, fill = 7) {
 const bytesOf = (v: string | Buffer) => (typeof v === 'string' ? Buffer.from(v) : v);
 
 describe('unit: upstream JSON bodies with a client\'s large strings written straight in (src/json-body.ts)', () => {
-  afterEach(() => expect(registeredPlainStrings()).to.equal(0));
+  afterEach(() => {
+    expect(registeredPlainStrings()).to.equal(0);
+    expect(largeBodiesInFlight()).to.equal(0);
+  });
 
   it('registers the large strings of an all-ASCII body without a backslash (a data URL with its base64 part), until released', () => {
     const { raw, parsed } = visionBody();
-    const release = registerPlainStrings(raw, parsed)!;
+    const release = registerLargeBody(raw, parsed)!;
     expect(release).to.be.a('function');
     expect(registeredPlainStrings()).to.equal(2);
-    const again = registerPlainStrings(raw, JSON.parse(raw.toString()))!; // a second request with the same image
+    expect(largeBodiesInFlight()).to.equal(1);
+    const again = registerLargeBody(raw, JSON.parse(raw.toString()))!; // a second request with the same image
     expect(registeredPlainStrings()).to.equal(2);
     release();
     release(); // once only
@@ -27,22 +31,50 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
     again();
   });
 
-  it('registers nothing for a small body, a body with a non-ASCII byte or a backslash, or one without a large string', () => {
+  it('a small body is not counted; a large one with a non-ASCII byte or a backslash, or without a large string, is counted with no string registered', () => {
     const small = { a: 'x'.repeat(1000) };
-    expect(registerPlainStrings(Buffer.from(JSON.stringify(small)), small)).to.equal(undefined);
-    for (const text of ['café', 'a \\n b', 'a \\" b']) { // as raw JSON: an accent, an escaped new line, an escaped quote
-      const rawText = `{"text":"${text}","image":"${'x'.repeat(PLAIN_MIN)}"}`;
-      expect(registerPlainStrings(Buffer.from(rawText), JSON.parse(rawText)), text).to.equal(undefined);
-    }
+    expect(registerLargeBody(Buffer.from(JSON.stringify(small)), small)).to.equal(undefined);
+    expect(largeBodiesInFlight()).to.equal(0);
     const many = { messages: Array.from({ length: 200 }, (_, i) => ({ role: 'user', content: `message ${i} `.repeat(40) })) };
-    const raw = Buffer.from(JSON.stringify(many));
-    expect(raw.length).to.be.greaterThan(PLAIN_MIN);
-    expect(registerPlainStrings(raw, many)).to.equal(undefined);
+    const bodies = ['café', 'a \\n b', 'a \\" b'].map((text) => `{"text":"${text}","image":"${'x'.repeat(PLAIN_MIN)}"}`) // an accent, an escaped new line, an escaped quote
+      .concat(JSON.stringify(many));
+    for (const rawText of bodies) {
+      const release = registerLargeBody(Buffer.from(rawText), JSON.parse(rawText))!;
+      expect(release, rawText.slice(0, 20)).to.be.a('function');
+      expect(registeredPlainStrings()).to.equal(0);
+      expect(largeBodiesInFlight()).to.equal(1);
+      release();
+    }
+  });
+
+  it("without the body's proof, a large string is written straight in when the pattern finds it plain, and serialised when not", () => {
+    const url = `data:image/png;base64,${Buffer.alloc(60_000, 3).toString('base64')}`;
+    const client = { system: 'line one\nline two', image: url }; // a new line: the body proves nothing
+    const raw = Buffer.from(JSON.stringify(client));
+    const release = registerLargeBody(raw, JSON.parse(raw.toString()))!;
+    try {
+      expect(registeredPlainStrings()).to.equal(0);
+      const plainOut = jsonBody({ model: 'up', system: client.system, image: url });
+      expect(Buffer.isBuffer(plainOut)).to.equal(true);
+      expect((plainOut as Buffer).equals(Buffer.from(JSON.stringify({ model: 'up', system: client.system, image: url })))).to.equal(true);
+      const big = 'z'.repeat(PLAIN_MIN);
+      for (const odd of ['"', '\\', '\n', '\u0000', '\u007f', 'é', '☕', '\ud800']) {
+        const body = { text: big + odd + big };
+        const out = jsonBody(body);
+        expect(out, JSON.stringify(odd)).to.equal(JSON.stringify(body)); // not plain: serialised as before
+      }
+      const mixed = { a: big + '"', b: url }; // one of each: the plain one straight in, the other serialised
+      const out = jsonBody(mixed);
+      expect(Buffer.isBuffer(out)).to.equal(true);
+      expect((out as Buffer).equals(Buffer.from(JSON.stringify(mixed)))).to.equal(true);
+    } finally {
+      release();
+    }
   });
 
   it('writes registered strings straight in: the same bytes as JSON.stringify, the value left as it was', () => {
     const { raw, parsed, url } = visionBody();
-    const release = registerPlainStrings(raw, parsed)!;
+    const release = registerLargeBody(raw, parsed)!;
     try {
       // OpenAI-shaped: the client's own string; Anthropic- and Gemini-shaped: a slice of it, another string object
       const base64 = parseDataUrl(url)!.data;
@@ -69,7 +101,7 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
     const { raw, parsed, url } = visionBody();
     const plainBody = { model: 'up', messages: parsed.messages };
     expect(jsonBody(plainBody)).to.equal(JSON.stringify(plainBody)); // nothing registered: the string itself
-    const release = registerPlainStrings(raw, parsed)!;
+    const release = registerLargeBody(raw, parsed)!;
     try {
       const frozen = { model: 'up', image: Object.freeze({ url }) };
       const out = jsonBody(frozen);
@@ -79,7 +111,7 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
       const custom = { model: 'up', part: { url, toJSON: () => ({ replaced: true }) } };
       expect(jsonBody(custom)).to.equal(JSON.stringify(custom)); // the placeholder never appears: fell back
       expect(custom.part.url).to.equal(url);
-      const other = { text: 'y'.repeat(PLAIN_MIN * 2) }; // large but not registered
+      const other = { text: 'y\n'.repeat(PLAIN_MIN) }; // large, not registered, not plain
       expect(jsonBody(other)).to.equal(JSON.stringify(other));
     } finally {
       release();
