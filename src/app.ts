@@ -114,8 +114,8 @@ function dump(req: IncomingMessage, done: () => void): void {
 /**
  * The lean path's JSON body, with body-parser's rules: no body is `undefined`, an empty one `{}`, the top level
  * must be an object or an array, a declared or actual size over `limit` is refused (after the rest is read off).
- * With it, when its large strings were registered for the upstream body (src/json-body.ts), the function that
- * releases them once the request is over.
+ * With it, for a body of 64 KB or more, the function that ends its registration as a large body in flight (its
+ * plain strings are written straight into upstream bodies meanwhile: src/json-body.ts), called when the request is over.
  */
 function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, (() => void) | undefined]> {
   return new Promise((resolve, reject) => {

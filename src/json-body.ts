@@ -95,7 +95,7 @@ export function registerLargeBody(bytes: Buffer, parsed: unknown): (() => void) 
 export const registeredPlainStrings = (): number => plain.size;
 export const largeBodiesInFlight = (): number => largeBodies;
 
-/** Upstream bodies written with registered strings straight in, since the process started (tests). */
+/** Upstream bodies written with plain strings straight in, since the process started (tests). */
 export const splicedBodies = { count: 0 };
 
 type Holder = Record<string, unknown> | unknown[];
