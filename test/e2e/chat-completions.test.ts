@@ -154,12 +154,11 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(Number(sim.calls[0].headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(sim.calls[0].body)));
   });
 
-  it('a 300 KB image reaches the upstream intact, its bytes written straight into the upstream body, and is released after', async () => {
-    const url = `data:image/png;base64,${Buffer.alloc(225_000, 9).toString('base64')}`;
-    const messages = [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'What is in this picture?' }, { type: 'image_url' as const, image_url: { url } }] }];
+  /** Sends `messages` (holding one large image) and checks the answer, that its upstream body was written with the image straight in, and intact. */
+  async function sendImage(messages: OpenAI.Chat.ChatCompletionMessageParam[], echo: string) {
     const spliced = splicedBodies.count;
     const r = await client().chat.completions.create({ model: 'test/echo', messages });
-    expect(r.choices[0].message.content).to.equal('Echo: What is in this picture?');
+    expect(r.choices[0].message.content).to.equal(`Echo: ${echo}`);
     expect(splicedBodies.count).to.equal(spliced + 1);
     const call = sim.calls.at(-1)!;
     expect(call.body.messages).to.deep.equal(messages);
@@ -167,20 +166,17 @@ describe('e2e: /v1/chat/completions with the OpenAI SDK', function () {
     expect(Number(call.headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(call.body)));
     expect(registeredPlainStrings()).to.equal(0);
     expect(largeBodiesInFlight()).to.equal(0);
+  }
+
+  it('a 300 KB image reaches the upstream intact, its bytes written straight into the upstream body, and is released after', async () => {
+    const url = `data:image/png;base64,${Buffer.alloc(225_000, 9).toString('base64')}`;
+    await sendImage([{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url } }] }], 'What is in this picture?');
   });
 
   it('an image beside a prompt with new lines and accents (the body proves nothing) is still written straight in, intact', async () => {
     const url = `data:image/jpeg;base64,${Buffer.alloc(150_000, 5).toString('base64')}`;
-    const messages = [{ role: 'system' as const, content: 'Describe images.\nBe brief: « café » ☕' },
-      { role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url, detail: 'low' as const } }, { type: 'text' as const, text: 'What is\tthis?' }] }];
-    const spliced = splicedBodies.count;
-    const r = await client().chat.completions.create({ model: 'test/echo', messages });
-    expect(r.choices[0].message.content).to.equal('Echo: What is\tthis?');
-    expect(splicedBodies.count).to.equal(spliced + 1);
-    const call = sim.calls.at(-1)!;
-    expect(call.body.messages).to.deep.equal(messages);
-    expect(Number(call.headers['content-length'])).to.equal(Buffer.byteLength(JSON.stringify(call.body)));
-    expect(largeBodiesInFlight()).to.equal(0);
+    await sendImage([{ role: 'system', content: 'Describe images.\nBe brief: « café » ☕' },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url, detail: 'low' } }, { type: 'text', text: 'What is\tthis?' }] }], 'What is\tthis?');
   });
 
   it('JSON mode', async () => {
