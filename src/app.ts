@@ -32,7 +32,7 @@ import { corsPolicy, SECURITY_HEADER_LIST } from './security.js';
 import { queueHeaders, startHead } from './head.js';
 import { uuid4 } from './ids.js';
 import { decodeUtf8 } from './utf8.js';
-import { registerLargeBody } from './json-body.js';
+import { PLAIN_MIN, registerLargeBody } from './json-body.js';
 import {
   Dispatcher, errorStyleFor, localsOf, pathOf, sendError, sendJson,
   type GatewayRequest, type GatewayResponse, type Locals, type Reply,
@@ -114,8 +114,9 @@ function dump(req: IncomingMessage, done: () => void): void {
 /**
  * The lean path's JSON body, with body-parser's rules: no body is `undefined`, an empty one `{}`, the top level
  * must be an object or an array, a declared or actual size over `limit` is refused (after the rest is read off).
- * With it, for a body of 64 KB or more, the function that ends its registration as a large body in flight (its
- * plain strings are written straight into upstream bodies meanwhile: src/json-body.ts), called when the request is over.
+ * With it, for a body holding a string of PLAIN_MIN (64 K) characters or more, the function that ends its
+ * registration as a large body in flight (its plain strings are written straight into upstream bodies meanwhile:
+ * src/json-body.ts), called when the request is over.
  */
 function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, (() => void) | undefined]> {
   return new Promise((resolve, reject) => {
@@ -144,8 +145,9 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, ((
       const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
       try {
         const value = parseStrictJson(decodeUtf8(buf));
-        if (tooDeep(value)) throw jsonTooDeep();
-        resolve([value, registerLargeBody(buf, value)]);
+        const seen = { large: false };
+        if (tooDeep(value, 1, seen)) throw jsonTooDeep();
+        resolve([value, seen.large ? registerLargeBody(buf, value) : undefined]);
       } catch (err) {
         reject(err);
       }
@@ -380,20 +382,25 @@ export const MAX_JSON_DEPTH = 128;
  * objects nest deeper than MAX_JSON_DEPTH is refused with a 422 before any of them runs. The walk visits each array
  * and object once, stops at the first one too deep, and recurses at most MAX_JSON_DEPTH levels. (Until session 25
  * the raw bytes were scanned one by one before the parse: ~0.9 µs per KB, 88 µs for a 100 KB conversation, where
- * this walk takes a few µs for its few hundred objects.)
+ * this walk takes a few µs for its few hundred objects.) Given `seen`, the same walk also notes whether any string
+ * has PLAIN_MIN characters or more (src/json-body.ts: only then is the body worth registering).
  */
-function tooDeep(value: unknown, depth = 1): boolean {
+function tooDeep(value: unknown, depth = 1, seen?: { large: boolean }): boolean {
   if (typeof value !== 'object' || value === null) return false;
   if (depth > MAX_JSON_DEPTH) return true;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const v = value[i];
-      if (typeof v === 'object' && v !== null && tooDeep(v, depth + 1)) return true;
+      if (typeof v === 'object') {
+        if (v !== null && tooDeep(v, depth + 1, seen)) return true;
+      } else if (seen !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) seen.large = true;
     }
   } else {
     for (const k in value as Record<string, unknown>) {
       const v = (value as Record<string, unknown>)[k];
-      if (typeof v === 'object' && v !== null && tooDeep(v, depth + 1)) return true;
+      if (typeof v === 'object') {
+        if (v !== null && tooDeep(v, depth + 1, seen)) return true;
+      } else if (seen !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) seen.large = true;
     }
   }
   return false;

@@ -11,8 +11,9 @@
  * strings, and a quote or a backslash inside one needs a backslash), which Node checks in ~0.02 ms for 2 MB
  * (`isAscii`, and `indexOf` of one byte).
  *
- * So the lean path registers each client body of PLAIN_MIN bytes and more while its request is in flight
- * (`registerLargeBody`, released when the request ends), with its large strings when the body proves them plain;
+ * So the lean path registers each client body that holds a string of PLAIN_MIN characters or more while its request
+ * is in flight (`registerLargeBody`, released when the request ends; a 100 KB conversation of short messages is not
+ * registered, so its upstream body is not walked), with its large strings when the body proves them plain;
  * and while any is in flight `jsonBody` looks for strings of PLAIN_MIN characters and more in an upstream body,
  * swaps each plain one (registered, or found so by the pattern) for a placeholder, serialises the rest, then writes
  * the JSON around them and their bytes into one Buffer. A registered string is recognised by its content (a Map's
