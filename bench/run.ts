@@ -5,7 +5,8 @@
  * PostgreSQL when reachable) as separate processes with a funded key, and measures:
  *   1. non-streaming chat at concurrency 1: p50/p99 latency direct, via the bare proxy, via the gateway; and again
  *      with a 100 KB agent conversation (tools, tool calls and results, a few non-ASCII letters: bench/lib.ts
- *      conversationBody), where the costs that grow with the body show (the parse, the checks, the upstream body);
+ *      conversationBody), where the costs that grow with the body show (the parse, the checks, the upstream body),
+ *      and (since session 26) with a 2 MB vision request (bench/lib.ts imageBody: one base64 image);
  *   2. non-streaming chat at concurrency 64: requests per second and errors (autocannon);
  *   3. streaming chat (20 chunks) at concurrency 16: time to first byte and total, with the chunks sent as fast
  *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
@@ -54,6 +55,8 @@ async function main() {
   const n1 = QUICK ? 300 : 1000;
   const nLarge = QUICK ? 100 : 300; // the 100 KB conversation, one at a time
   const largeBody = conversationBody(MODEL, false, 100);
+  const nImage = QUICK ? 30 : 100; // a 2 MB vision request, one at a time
+  const imageRequest = imageBody(MODEL, false);
   const secs = QUICK ? 3 : 5;
   const streams = QUICK ? 200 : 400;
   const paced = QUICK ? 96 : 320; // ~0.2 s each, 16 at a time
@@ -91,12 +94,13 @@ async function main() {
     log(`${label}: warming up`);
     for (const [, url, key] of targets) await throughput(url, key, 64, QUICK ? 3 : 8);
     for (let i = 0; i < rounds; i++) {
-      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1 (small and 100 KB bodies), concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
+      log(`${label}: round ${i + 1} of ${rounds}: concurrency 1 (small, 100 KB and 2 MB bodies), concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
       // Each measure also takes the serving process's CPU time per request or stream (/proc): the figure that
       // decides the loaded measures on 2 cores shared by the client, the simulator and the server under test.
       const perStream = (r: { streams: number }) => r.streams;
       for (const [who, url, key] of targets) push(who, 'c1', await latencyC1(url, key, n1));
       for (const [who, url, key, pid] of targets) push(who, 'large', await withCpu(pid, () => latencyC1(url, key, nLarge, largeBody), () => nLarge + 50));
+      for (const [who, url, key, pid] of targets) push(who, 'image', await withCpu(pid, () => latencyC1(url, key, nImage, imageRequest), () => nImage + 50));
       for (const [who, url, key, pid] of targets) push(who, 'c64', await withCpu(pid, () => throughput(url, key, 64, secs), (r) => r.requests));
       for (const [who, url, key, pid] of targets) push(who, 'stream', await withCpu(pid, () => streaming(url, key, 16, streams), perStream));
       for (const [who, url, key, pid] of targets) push(who, 'paced', await withCpu(pid, () => streaming(url, key, 16, paced, PACED_MODEL), perStream));
@@ -124,7 +128,7 @@ async function main() {
     await streaming(fresh.url, fresh.key, 4, 100); // warm (JIT-compiled stream path), not yet grown by load
     const memory = { ...(await openStreams(fresh.url, fresh.key, fresh.pid, open, fresh.idleRss)), idleMb: round(gw.idleRss / 2 ** 20, 1), ...settled, images };
     fresh.stop();
-    // each measure (c1, large, c64, stream, paced, pacedSpread, single) as the median of its rounds
+    // each measure (c1, large, image, c64, stream, paced, pacedSpread, single) as the median of its rounds
     const summary = (who: string) => Object.fromEntries(Object.entries(runs[who]).map(([what, xs]) => [what, medianOf(xs)]));
     results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
@@ -140,6 +144,8 @@ async function main() {
   add('c=1 p99 ms', (x) => String(x.c1.p99));
   add('c=1, 100 KB conversation: p50 ms', (x) => String(x.large.p50));
   add('c=1, 100 KB conversation: p99 ms', (x) => String(x.large.p99));
+  add('c=1, 2 MB vision request: p50 ms', (x) => String(x.image.p50));
+  add('c=1, 2 MB vision request: p99 ms', (x) => String(x.image.p99));
   add('c=64 req/s', (x) => String(x.c64.rps));
   add('c=64 errors', (x) => String(x.c64.errors));
   add('stream burst TTFB p50 ms', (x) => String(x.stream.ttfbP50));
@@ -155,6 +161,7 @@ async function main() {
   add('stream c=1 total p50 ms', (x) => String(x.single.totalP50));
   add('CPU µs per request, c=64', (x) => String(x.c64.cpuUs));
   add('CPU µs per request, c=1 100 KB', (x) => String(x.large.cpuUs));
+  add('CPU µs per request, c=1 2 MB image', (x) => String(x.image.cpuUs));
   add('CPU µs per stream, burst', (x) => String(x.stream.cpuUs));
   add('CPU µs per stream, paced together', (x) => String(x.paced.cpuUs));
   add('CPU µs per stream, c=1', (x) => String(x.single.cpuUs));
@@ -172,6 +179,8 @@ async function main() {
       bare_added_p50_ms: round(g.bare.c1.p50 - g.direct.c1.p50, 3),
       added_p50_large_ms: round(g.large.p50 - g.direct.large.p50, 3),
       bare_added_p50_large_ms: round(g.bare.large.p50 - g.direct.large.p50, 3),
+      added_p50_image_ms: round(g.image.p50 - g.direct.image.p50, 3),
+      bare_added_p50_image_ms: round(g.bare.image.p50 - g.direct.image.p50, 3),
       throughput_vs_bare: round(g.c64.rps / g.bare.c64.rps, 3),
       added_ttfb_p50_ms: round(g.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
