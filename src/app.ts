@@ -145,9 +145,9 @@ function readJsonBody(req: IncomingMessage, limit: number): Promise<[unknown, ((
       const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
       try {
         const value = parseStrictJson(decodeUtf8(buf));
-        const seen = { large: false };
-        if (tooDeep(value, 1, seen)) throw jsonTooDeep();
-        resolve([value, seen.large ? registerLargeBody(buf, value) : undefined]);
+        const large: string[] = [];
+        if (tooDeep(value, 1, large)) throw jsonTooDeep();
+        resolve([value, registerLargeBody(buf, large)]);
       } catch (err) {
         reject(err);
       }
@@ -382,25 +382,25 @@ export const MAX_JSON_DEPTH = 128;
  * objects nest deeper than MAX_JSON_DEPTH is refused with a 422 before any of them runs. The walk visits each array
  * and object once, stops at the first one too deep, and recurses at most MAX_JSON_DEPTH levels. (Until session 25
  * the raw bytes were scanned one by one before the parse: ~0.9 µs per KB, 88 µs for a 100 KB conversation, where
- * this walk takes a few µs for its few hundred objects.) Given `seen`, the same walk also notes whether any string
- * has PLAIN_MIN characters or more (src/json-body.ts: only then is the body worth registering).
+ * this walk takes a few µs for its few hundred objects.) Given `large`, the same walk collects the strings of
+ * PLAIN_MIN characters and more (src/json-body.ts: only a body holding one is registered).
  */
-function tooDeep(value: unknown, depth = 1, seen?: { large: boolean }): boolean {
+function tooDeep(value: unknown, depth = 1, large?: string[]): boolean {
   if (typeof value !== 'object' || value === null) return false;
   if (depth > MAX_JSON_DEPTH) return true;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const v = value[i];
       if (typeof v === 'object') {
-        if (v !== null && tooDeep(v, depth + 1, seen)) return true;
-      } else if (seen !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) seen.large = true;
+        if (v !== null && tooDeep(v, depth + 1, large)) return true;
+      } else if (large !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) large.push(v);
     }
   } else {
     for (const k in value as Record<string, unknown>) {
       const v = (value as Record<string, unknown>)[k];
       if (typeof v === 'object') {
-        if (v !== null && tooDeep(v, depth + 1, seen)) return true;
-      } else if (seen !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) seen.large = true;
+        if (v !== null && tooDeep(v, depth + 1, large)) return true;
+      } else if (large !== undefined && typeof v === 'string' && v.length >= PLAIN_MIN) large.push(v);
     }
   }
   return false;

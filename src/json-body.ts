@@ -22,6 +22,7 @@
  */
 import { isAscii } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
+import { parseDataUrl } from './providers/shared.js';
 
 /** Strings shorter than this are serialised as they are: the gain is in the large ones. */
 export const PLAIN_MIN = 64 * 1024;
@@ -36,45 +37,20 @@ const NOT_PLAIN = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 /** Unguessable per process, so no client text can pose as a placeholder (and one found twice falls back anyway). */
 const PLACEHOLDER = `gw-splice-${randomBytes(12).toString('hex')}-`;
 
-/** The part after the comma of a base64 data URL, which the Anthropic and Gemini adapters send on its own. */
-function base64Part(s: string): string | undefined {
-  if (!s.startsWith('data:')) return undefined;
-  const comma = s.indexOf(',');
-  return comma > 0 && s.startsWith(';base64', comma - 7) ? s.slice(comma + 1) : undefined;
-}
-
-function collect(value: unknown, out: string[], depth: number): void {
-  if (depth > 64 || typeof value !== 'object' || value === null) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v = value[i];
-      if (typeof v === 'string') {
-        if (v.length >= PLAIN_MIN) out.push(v);
-      } else if (typeof v === 'object' && v !== null) collect(v, out, depth + 1);
-    }
-  } else {
-    for (const k in value as Record<string, unknown>) {
-      const v = (value as Record<string, unknown>)[k];
-      if (typeof v === 'string') {
-        if (v.length >= PLAIN_MIN) out.push(v);
-      } else if (typeof v === 'object' && v !== null) collect(v, out, depth + 1);
-    }
-  }
-}
-
 /**
- * After a client's JSON body was parsed: a body of PLAIN_MIN bytes and more is counted in flight, and when its bytes
- * are all ASCII without a backslash its strings of PLAIN_MIN characters and more (and the base64 part of such a data
- * URL) are registered as plain, until the returned function is called. Undefined for a smaller body.
+ * After a client's JSON body was parsed, with its strings of PLAIN_MIN characters and more (`large`, noted by the
+ * lean path's nesting walk): a body holding any is counted in flight, and when its bytes are all ASCII without a
+ * backslash those strings (and the base64 part of such a data URL, as the adapters send it) are registered as plain,
+ * until the returned function is called. Undefined for a body without a large string.
  */
-export function registerLargeBody(bytes: Buffer, parsed: unknown): (() => void) | undefined {
-  if (bytes.length < PLAIN_MIN) return undefined;
+export function registerLargeBody(bytes: Buffer, large: readonly string[]): (() => void) | undefined {
+  if (large.length === 0) return undefined;
   const found: string[] = [];
   if (isAscii(bytes) && bytes.indexOf(0x5c) === -1) {
-    collect(parsed, found, 0);
-    for (let i = 0, n = found.length; i < n; i++) {
-      const part = base64Part(found[i]);
-      if (part !== undefined && part.length >= PLAIN_MIN) found.push(part);
+    for (const s of large) {
+      found.push(s);
+      const data = parseDataUrl(s)?.data;
+      if (data !== undefined && data.length >= PLAIN_MIN) found.push(data);
     }
   }
   largeBodies++;

@@ -56,13 +56,9 @@ export class MemoryTrimmer {
     private readonly opts: { intervalMs: number; growthBytes?: number; trim?: TrimFn | null; read?: () => MemoryReading },
   ) {}
 
-  private get trimFn(): TrimFn | null {
-    return this.opts.trim === undefined ? loadTrim() : this.opts.trim;
-  }
-
   /** Starts the timer; false when there is nothing to do (turned off, or no trim on this system). */
   start(): boolean {
-    const trim = this.trimFn;
+    const trim = this.opts.trim === undefined ? loadTrim() : this.opts.trim;
     if (!trim || this.opts.intervalMs <= 0) {
       this.logger.debug({ available: !!trim, intervalMs: this.opts.intervalMs }, 'memory trim off');
       return false;

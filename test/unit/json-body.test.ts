@@ -7,7 +7,9 @@ function visionBody(bytes = 200_000, fill = 7) {
   const url = `data:image/png;base64,${Buffer.alloc(bytes, fill).toString('base64')}`;
   const body = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'image_url', image_url: { url, detail: 'auto' } }] }] };
   const raw = Buffer.from(JSON.stringify(body));
-  return { url, raw, parsed: JSON.parse(raw.toString()) as typeof body };
+  const parsed = JSON.parse(raw.toString()) as typeof body;
+  // the strings of 64 K characters and more, as the lean path's nesting walk notes them
+  return { url, raw, parsed, large: [parsed.messages[0].content[1].image_url!.url] };
 }
 const bytesOf = (v: string | Buffer) => (typeof v === 'string' ? Buffer.from(v) : v);
 
@@ -18,12 +20,12 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
   });
 
   it('registers the large strings of an all-ASCII body without a backslash (a data URL with its base64 part), until released', () => {
-    const { raw, parsed } = visionBody();
-    const release = registerLargeBody(raw, parsed)!;
+    const { raw, large } = visionBody();
+    const release = registerLargeBody(raw, large)!;
     expect(release).to.be.a('function');
     expect(registeredPlainStrings()).to.equal(2);
     expect(largeBodiesInFlight()).to.equal(1);
-    const again = registerLargeBody(raw, JSON.parse(raw.toString()))!; // a second request with the same image
+    const again = registerLargeBody(raw, [JSON.parse(raw.toString()).messages[0].content[1].image_url.url])!; // a second request with the same image
     expect(registeredPlainStrings()).to.equal(2);
     release();
     release(); // once only
@@ -31,15 +33,16 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
     again();
   });
 
-  it('a small body is not counted; a large one with a non-ASCII byte or a backslash, or without a large string, is counted with no string registered', () => {
+  it('a body without a large string is not counted; one with a non-ASCII byte or a backslash is counted with no string registered', () => {
     const small = { a: 'x'.repeat(1000) };
-    expect(registerLargeBody(Buffer.from(JSON.stringify(small)), small)).to.equal(undefined);
-    expect(largeBodiesInFlight()).to.equal(0);
+    expect(registerLargeBody(Buffer.from(JSON.stringify(small)), [])).to.equal(undefined);
     const many = { messages: Array.from({ length: 200 }, (_, i) => ({ role: 'user', content: `message ${i} `.repeat(40) })) };
-    const bodies = ['café', 'a \\n b', 'a \\" b'].map((text) => `{"text":"${text}","image":"${'x'.repeat(PLAIN_MIN)}"}`) // an accent, an escaped new line, an escaped quote
-      .concat(JSON.stringify(many));
+    expect(Buffer.byteLength(JSON.stringify(many))).to.be.greaterThan(PLAIN_MIN);
+    expect(registerLargeBody(Buffer.from(JSON.stringify(many)), [])).to.equal(undefined); // 100 KB of short messages
+    expect(largeBodiesInFlight()).to.equal(0);
+    const bodies = ['café', 'a \\n b', 'a \\" b'].map((text) => `{"text":"${text}","image":"${'x'.repeat(PLAIN_MIN)}"}`); // an accent, an escaped new line, an escaped quote
     for (const rawText of bodies) {
-      const release = registerLargeBody(Buffer.from(rawText), JSON.parse(rawText))!;
+      const release = registerLargeBody(Buffer.from(rawText), [JSON.parse(rawText).image])!;
       expect(release, rawText.slice(0, 20)).to.be.a('function');
       expect(registeredPlainStrings()).to.equal(0);
       expect(largeBodiesInFlight()).to.equal(1);
@@ -51,7 +54,7 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
     const url = `data:image/png;base64,${Buffer.alloc(60_000, 3).toString('base64')}`;
     const client = { system: 'line one\nline two', image: url }; // a new line: the body proves nothing
     const raw = Buffer.from(JSON.stringify(client));
-    const release = registerLargeBody(raw, JSON.parse(raw.toString()))!;
+    const release = registerLargeBody(raw, [JSON.parse(raw.toString()).image])!;
     try {
       expect(registeredPlainStrings()).to.equal(0);
       const plainOut = jsonBody({ model: 'up', system: client.system, image: url });
@@ -73,8 +76,8 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
   });
 
   it('writes registered strings straight in: the same bytes as JSON.stringify, the value left as it was', () => {
-    const { raw, parsed, url } = visionBody();
-    const release = registerLargeBody(raw, parsed)!;
+    const { raw, parsed, url, large } = visionBody();
+    const release = registerLargeBody(raw, large)!;
     try {
       // OpenAI-shaped: the client's own string; Anthropic- and Gemini-shaped: a slice of it, another string object
       const base64 = parseDataUrl(url)!.data;
@@ -98,10 +101,10 @@ describe('unit: upstream JSON bodies with a client\'s large strings written stra
   });
 
   it('falls back to JSON.stringify when nothing is registered, when a registered string cannot be swapped, or is not serialised where found', () => {
-    const { raw, parsed, url } = visionBody();
+    const { raw, parsed, url, large } = visionBody();
     const plainBody = { model: 'up', messages: parsed.messages };
     expect(jsonBody(plainBody)).to.equal(JSON.stringify(plainBody)); // nothing registered: the string itself
-    const release = registerLargeBody(raw, parsed)!;
+    const release = registerLargeBody(raw, large)!;
     try {
       const frozen = { model: 'up', image: Object.freeze({ url }) };
       const out = jsonBody(frozen);
