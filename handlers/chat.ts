@@ -3,7 +3,7 @@ import type { Handler, HandlerCtx } from '../src/app.js';
 import { ApiError, forbidden, notFound } from '../src/errors.js';
 import { parseChatRequest } from '../src/wire/openai-chat.js';
 import { toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
-import { gatewayUsage, clientError, type Served } from '../src/engine/chat.js';
+import { gatewayUsage, clientError, STOP, type Served } from '../src/engine/chat.js';
 import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
 import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 import type { ChatSession } from '../src/store/sessions.js';
@@ -84,12 +84,13 @@ export const createChatCompletion: Handler = async (ctx) => {
   startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
   try {
-    for await (const ev of stream.events) {
+    // As `for await` over the events, without its promises per event (EngineEvents.consume).
+    await stream.events.consume((ev) => {
       if (session && ev.type === 'text' && ev.index === 0) reply += ev.text;
       const full = writeFrame(ctx.res, writer.write(ev));
-      if (full) await full;
-      if (abort.signal.aborted) break;
-    }
+      if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
+      return abort.signal.aborted ? STOP : undefined;
+    });
     const served = stream.served();
     if (served) {
       await writeFrame(ctx.res, writer.end(gatewayUsage(served)));

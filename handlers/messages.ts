@@ -2,7 +2,7 @@
 import type { Handler } from '../src/app.js';
 import { ApiError, anthropicErrorType } from '../src/errors.js';
 import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
-import { gatewayUsage, clientError } from '../src/engine/chat.js';
+import { gatewayUsage, clientError, STOP } from '../src/engine/chat.js';
 import { UpstreamError, emptyUsage } from '../src/engine/types.js';
 import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 
@@ -27,11 +27,12 @@ export const createMessage: Handler = async (ctx) => {
   const writer = new AnthropicEventWriter(stream.offer.modelId);
   startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
   try {
-    for await (const ev of stream.events) {
+    // As `for await` over the events, without its promises per event (EngineEvents.consume).
+    await stream.events.consume((ev) => {
       const full = writeFrame(ctx.res, writer.write(ev));
-      if (full) await full;
-      if (abort.signal.aborted) break;
-    }
+      if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
+      return abort.signal.aborted ? STOP : undefined;
+    });
     const served = stream.served();
     if (served) await writeFrame(ctx.res, writer.end(served.usage ?? emptyUsage()));
   } catch (err) {

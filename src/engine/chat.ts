@@ -18,7 +18,7 @@ import type { AttemptMetrics } from '../metrics.js';
 import { redactSecrets } from '../providers/http.js';
 import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
-import { STREAM_DONE, UpstreamError, type ChatRequest, type ChatResult, type StreamEvent, type Usage } from './types.js';
+import { STREAM_DONE, UpstreamError, isPolledEvents, type ChatRequest, type ChatResult, type PolledEvents, type StreamEvent, type Usage } from './types.js';
 
 /** Where a configured gateway is reached; undefined when it has no key (not configured). */
 export interface Upstreams {
@@ -313,7 +313,7 @@ export class ChatEngine {
    * returned events are the upstream's, and `served()` is known once they end. Ending the iteration early
    * (client gone) aborts nothing by itself: the caller aborts `ctx.signal`.
    */
-  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: AsyncIterable<StreamEvent>; served: () => Served | undefined }> {
+  async stream(req: ChatRequest, ctx: CallContext): Promise<{ offer: Offer; events: EngineEvents; served: () => Served | undefined }> {
     const offers = this.candidates(req, ctx.pinGateway);
     const held = this.hold(req, offers, ctx);
     const { hold, call } = held instanceof Promise ? await held : held;
@@ -382,7 +382,7 @@ export class ChatEngine {
           this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
             cancelled ? 'client_disconnected' : e.kind);
         }
-      }, () => watch.settled());
+      }, () => watch.settled(), isPolledEvents(it) ? { poll: () => it.poll(), wait: (cb) => watch.wait(it, cb) } : undefined);
     return { offer, events, served: () => served };
   }
 }
@@ -401,6 +401,9 @@ export interface StreamEnd {
 }
 
 const done = () => STREAM_DONE;
+
+/** What a consumer's `onEvent` returns to stop taking events (EngineEvents.consume): a `break`. */
+export const STOP = Symbol('stop consuming');
 
 /**
  * The events of an opened stream as the engine hands them on: `first`, then each `step()` (the upstream's next
@@ -433,8 +436,73 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
    */
   constructor(first: IteratorResult<StreamEvent>, private readonly step: () => Promise<IteratorResult<StreamEvent>>,
     private readonly mapError: (err: unknown) => unknown, private readonly close: (end: StreamEnd) => Promise<void>,
-    private readonly settled?: () => unknown) {
+    private readonly settled?: () => unknown, private readonly polled?: PolledEvents) {
     this.first = first;
+  }
+
+  /**
+   * Hands every event to `onEvent`, as `for await (const ev of this)` with the loop's body `onEvent` would: the same
+   * events, the same end (resolved once the close finished; rejected with the failure), and `onEvent` may return a
+   * promise to wait for (a full socket), which may resolve to `STOP`, or `STOP` itself: the consumer is done, as a
+   * `break` (return() and its close); an error it throws is a `break` too, then rejects the whole.
+   * With `polled` (the upstream's events can be taken without a promise, PolledEvents) an event that is here is
+   * handed on at once, and a wait is a callback from the body's data callback: no promise and no microtask per event
+   * (the end and failures still take `next()`; without `polled`, every event after the first). `for await` cost two promises and two microtask
+   * steps per event, and the consumer's resumption (docs/PERFORMANCE.md, session 27).
+   */
+  consume(onEvent: (ev: StreamEvent) => unknown): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const polled = this.polled;
+      const stop = (): void => void this.return().then(() => resolve(), reject);
+      const broke = (err: unknown): void => void this.return().then(() => reject(err), () => reject(err));
+      /** Hands `ev` on; true when the next one can be taken at once. */
+      const give = (ev: StreamEvent): boolean => {
+        const r = onEvent(ev);
+        if (r === STOP) stop();
+        else if (r instanceof Promise) r.then((v) => (v === STOP ? stop() : pump()), broke);
+        else return true;
+        return false;
+      };
+      const viaNext = (): void => {
+        this.next().then((step) => {
+          try {
+            if (step.done) resolve();
+            else if (give(step.value)) pump();
+          } catch (err) {
+            broke(err);
+          }
+        }, reject);
+      };
+      const pump = (): void => {
+        try {
+          for (;;) {
+            let ev: StreamEvent | undefined;
+            const first = this.first;
+            if (first && !first.done && !this.closed && !this.pending) {
+              this.first = undefined;
+              ev = first.value;
+            } else if (!polled || first || this.closed || this.pending) return viaNext();
+            else {
+              ev = polled.poll();
+              if (ev === undefined) {
+                if (polled.wait(pump)) return;
+                return viaNext(); // the end or a failure: next() tells it
+              }
+            }
+            const late = this.settled?.();
+            if (late !== undefined) {
+              this.finish(true, this.mapError(late)).then(() => resolve(), reject);
+              return;
+            }
+            this.count(ev);
+            if (!give(ev)) return;
+          }
+        } catch (err) {
+          broke(err);
+        }
+      };
+      pump();
+    });
   }
 
   [Symbol.asyncIterator](): this {
@@ -472,13 +540,17 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
       return this.ended ? this.finish(false, undefined)
         : this.finish(true, new UpstreamError('stream_broken', 'upstream stream ended without its terminator'));
     }
-    const ev = step.value;
+    this.count(step.value);
+    return step;
+  };
+
+  /** What the close is told: the last usage, the characters handed on, whether the terminator came. */
+  private count(ev: StreamEvent): void {
     if (ev.type === 'usage') this.usage = ev.usage;
     else if (ev.type === 'text' || ev.type === 'thinking') this.chars += ev.text.length;
     else if (ev.type === 'tool_call_delta') this.chars += ev.arguments.length;
     else if (ev.type === 'end') this.ended = true;
-    return step;
-  };
+  }
 
   private readonly fail = (err: unknown): Promise<IteratorResult<StreamEvent>> => {
     this.pending = undefined;
@@ -561,6 +633,18 @@ class IdleWatch {
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /**
+   * `start` for a polled stream (PolledEvents.wait): the wait begins, and `cb` is called when it ends; whoever it
+   * calls takes `settled()` first (EngineEvents.consume). False (and no wait) when the timeout fired or the end is
+   * here already: then `next()` tells it.
+   */
+  wait(it: PolledEvents, cb: () => void): boolean {
+    if (this.timedOut) return false;
+    this.waitingSince = performance.now();
+    if (!this.timer && !this.stopped) this.arm(this.ms);
+    return it.wait(cb);
   }
 
   /** The wait of `start` is over: the timeout's error if it fired (the step's own outcome is then not used). */

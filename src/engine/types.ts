@@ -145,6 +145,25 @@ export type StreamEvent =
 /** The result every hand-written stream iterator ends with (src/engine/chat.ts, src/providers/openai/). */
 export const STREAM_DONE: IteratorResult<StreamEvent> = Object.freeze({ done: true, value: undefined });
 
+/**
+ * A stream of events that can also be taken without a promise per event (src/providers/body-events.ts): what the
+ * engine's `consume` reads when the upstream's iterator offers it. `next()` stays the way to the end and to failures.
+ */
+export interface PolledEvents {
+  /** The next event when it is here (queued, or in what the body has read); undefined otherwise. */
+  poll(): StreamEvent | undefined;
+  /**
+   * After `poll()` gave nothing: true when `next()` would wait for the upstream, and then `cb` is called once, from
+   * the body's data callback, when something came (an event, the end or a failure); false when the end or a failure
+   * is here already (`next()` tells it at once), and `cb` is not called.
+   */
+  wait(cb: () => void): boolean;
+}
+
+export function isPolledEvents(it: unknown): it is PolledEvents {
+  return typeof (it as PolledEvents | undefined)?.poll === 'function' && typeof (it as PolledEvents).wait === 'function';
+}
+
 export type UpstreamErrorKind =
   | 'rate_limited' // 429
   | 'server_error' // 5xx

@@ -15,7 +15,7 @@
  * a body that ends is the source's to finish or to fail, and one that ends with neither is `stream_broken`.
  * `return()` (a consumer stopping early) lets go of the body, after a wait in progress.
  */
-import { STREAM_DONE, UpstreamError, type StreamEvent } from '../engine/types.js';
+import { STREAM_DONE, UpstreamError, type PolledEvents, type StreamEvent } from '../engine/types.js';
 import type { UpstreamBody } from './http.js';
 
 export interface EventSource {
@@ -28,7 +28,7 @@ export interface EventSource {
   readonly done: boolean;
 }
 
-export class BodyEvents implements AsyncIterableIterator<StreamEvent> {
+export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEvents {
   private queue: StreamEvent[] = [];
   private at = 0;
   /** Nothing more will be read: the queue (and then `failure`, if any) is all that is left. */
@@ -53,6 +53,26 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent> {
       this.refuse = reject;
       this.body.onReady(this.wake);
     }));
+  }
+
+  /**
+   * The next event without a promise, when it is here (PolledEvents, for the engine's `consume`): no promise and no
+   * microtask per event, and a wait is a callback from undici's data callback (`wait`). Not while a `next()` waits.
+   */
+  poll(): StreamEvent | undefined {
+    if (this.waiting) return undefined;
+    if (this.at < this.queue.length || this.fill()) return this.at < this.queue.length ? this.queue[this.at++] : undefined;
+    return undefined;
+  }
+
+  wait(cb: () => void): boolean {
+    if (this.waiting || this.at < this.queue.length || this.fill()) return false;
+    const wake = (): void => {
+      if (this.fill()) cb();
+      else this.body.onReady(wake);
+    };
+    this.body.onReady(wake);
+    return true;
   }
 
   async return(): Promise<IteratorResult<StreamEvent>> {

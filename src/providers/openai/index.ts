@@ -173,6 +173,6 @@ class OpenAISource implements EventSource {
 }
 
 /** The events of one OpenAI stream body; `signal` is the call's (its abort is reported as it is). */
-export function openaiEvents(body: UpstreamBody, signal?: AbortSignal): AsyncIterableIterator<StreamEvent> {
+export function openaiEvents(body: UpstreamBody, signal?: AbortSignal): BodyEvents {
   return new BodyEvents(body, new OpenAISource(), streamFailure('upstream', signal));
 }
