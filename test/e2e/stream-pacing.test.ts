@@ -11,9 +11,13 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { offer } from '../support/catalog.js';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startE2E, usageRows, type E2E } from '../support/e2e.js';
 
 const PACED = 'sim/chunks-4-every-150ms';
+/** A long stream (~20 MB of frames): more than the sockets between the simulator, the gateway and a client hold. */
+const LONG = 'sim/chunks-99999';
 const WORDS = ['w1 ', 'w2 ', 'w3 ', 'w4 '];
 
 /** Each text piece with the time (ms since the request was made) it reached the client. */
@@ -39,6 +43,7 @@ describe('e2e: streamed chunks reach the client as the upstream writes them', fu
         offer('openai', PACED, 'paced/openai'),
         offer('anthropic', PACED, 'paced/anthropic'),
         offer('google', `models/${PACED}`, 'paced/gemini'),
+        offer('openai', LONG, 'long/openai'),
       ],
     });
     ({ key, userId } = await e.gateway.newKey(1));
@@ -80,6 +85,38 @@ describe('e2e: streamed chunks reach the client as the upstream writes them', fu
       expectPaced(arrivals);
       expect(stop).to.equal('end_turn');
       expect(e.sim.calls.map((c) => c.format)).to.deep.equal([format]);
+    });
+  }
+
+  // A client that stops reading: the gateway waits on its full socket, so its reading of the upstream stops and the
+  // upstream waits too (nothing is read into the gateway's memory), and once the client reads again every event
+  // arrives, in order, and the stream is billed as a whole.
+  for (const path of ['/v1/chat/completions', '/v1/messages'] as const) {
+    it(`a client that stops reading holds the upstream back (${path}); everything arrives once it reads again`, async () => {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = http.request(`${e.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }, resolve);
+        req.on('error', reject);
+        req.end(JSON.stringify({ model: 'long/openai', stream: true, max_tokens: 200000, messages: [{ role: 'user', content: 'hi' }] }));
+      });
+      expect(res.statusCode).to.equal(200);
+      res.pause();
+      // the upstream's progress, until it has not moved for 250 ms (it sends the whole stream in about a second)
+      let sent = -1;
+      for (let still = 0, i = 0; still < 5 && i < 400; i++) {
+        await sleep(50);
+        const now = e.sim.calls.at(-1)?.piecesSent ?? 0;
+        still = now === sent && now > 0 ? still + 1 : 0;
+        sent = now;
+      }
+      expect(sent, 'the upstream waits while the client does not read').to.be.above(0).and.below(99_999);
+      res.setEncoding('utf8');
+      let body = '';
+      for await (const piece of res) body += piece;
+      const words = path === '/v1/chat/completions' ? [...body.matchAll(/"content":"w(\d+) "/g)] : [...body.matchAll(/"text":"w(\d+) "/g)];
+      expect(words.length).to.equal(99_999);
+      expect(words.every((m, i) => Number(m[1]) === i + 1), 'in order').to.equal(true);
+      expect(body.trimEnd().endsWith(path === '/v1/chat/completions' ? 'data: [DONE]' : '{"type":"message_stop"}')).to.equal(true);
+      expect((await usageRows(e.gateway, userId)).at(-1)).to.include({ model: 'long/openai', status: 'success', completion_tokens: 99_999 });
     });
   }
 });

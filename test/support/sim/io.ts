@@ -31,6 +31,8 @@ export interface RecordedCall {
    * (kept-alive) connection, so tests can count the upstream connections a gateway opened.
    */
   remotePort?: number;
+  /** Streams: the pieces written so far (each written once the one before was flushed to the socket). */
+  piecesSent?: number;
 }
 
 export interface SimState {
@@ -172,6 +174,7 @@ export async function pump(
     if (b.kind === 'dribble') {
       if (!(await dribble(sr, Buffer.from(piece), b.ms))) return;
     } else await write(res, piece);
+    sr.call.piecesSent = i + 1;
   }
   if (breakAfter !== undefined && b.kind !== 'truncated') res.socket?.destroy();
   else {
