@@ -447,8 +447,8 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
    * `break` (return() and its close); an error it throws is a `break` too, then rejects the whole.
    * With `polled` (the upstream's events can be taken without a promise, PolledEvents) an event that is here is
    * handed on at once, and a wait is a callback from the body's data callback: no promise and no microtask per event
-   * (the end and failures still take `next()`; without `polled`, every event after the first). `for await` cost two promises and two microtask
-   * steps per event, and the consumer's resumption (docs/PERFORMANCE.md, session 27).
+   * (the end and failures still take `next()`; without `polled`, every event after the first). `for await` cost two
+   * promises and two microtask steps per event, and the consumer's resumption (docs/PERFORMANCE.md, session 27).
    */
   consume(onEvent: (ev: StreamEvent) => unknown): Promise<void> {
     return new Promise<void>((resolve, reject) => {

@@ -8,7 +8,8 @@
  * That is one promise and one microtask between a chunk's arrival and its event. Reading the body as an async
  * iterator took three (the body's `next()`, its wait, the reader's own async step), and the Anthropic and Gemini
  * adapters' async generators (the SSE reader's, the mapping's, the guard's) about three per event each
- * (docs/PERFORMANCE.md, session 24).
+ * (docs/PERFORMANCE.md, session 24). The engine's `consume` takes the same queue through `poll()` and `wait(cb)`
+ * (PolledEvents) instead: no promise at all, the waiting consumer called from undici's data callback (session 27).
  *
  * The rules: the events before a failure are delivered, then the failure, as `mapFailure` makes it (once), then
  * done; at the source's terminator the reading ends (the rest of the body is read off, so the connection is kept);
