@@ -292,6 +292,18 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     return chunk;
   }
 
+  /**
+   * The whole body, when all of it has arrived and no reader has taken any (a small answer comes in the same read
+   * as its head): its chunks at once, without the async steps of `for await`; undefined otherwise (read it as it
+   * comes). Once taken, the body is read.
+   */
+  takeAll(): Buffer[] | undefined {
+    if (!this.ended || this.failure !== undefined || this.discarding >= 0) return undefined;
+    const all = this.queue;
+    this.queue = [];
+    return all;
+  }
+
   /** Calls `fn` once, when the next chunk, the end or a failure arrives (at `next()`'s wake-up, in order). */
   onReady(fn: () => void): void {
     const waiting = this.wake;
@@ -380,13 +392,19 @@ export function redactSecrets(text: string, secrets: readonly string[]): string 
 
 /** Reads a whole (small) body as text, at most `cap` bytes. */
 export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 1024 * 1024): Promise<string> {
-  const parts: Uint8Array[] = [];
+  const all = body instanceof UpstreamBody ? body.takeAll() : undefined;
+  const parts: Uint8Array[] = all ?? [];
   let n = 0;
   try {
-    for await (const chunk of body) {
-      n += chunk.length;
+    if (all) {
+      for (const chunk of all) n += chunk.length;
       if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
-      parts.push(chunk);
+    } else {
+      for await (const chunk of body) {
+        n += chunk.length;
+        if (n > cap) throw new UpstreamError('invalid_response', `upstream body larger than ${cap} bytes`);
+        parts.push(chunk);
+      }
     }
   } catch (err) {
     // A body cut off while being read (reset, idle or total timeout) is a transport failure like any other,

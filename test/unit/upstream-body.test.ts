@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { send, UpstreamBody } from '../../src/providers/http.js';
+import { readCapped, send, UpstreamBody } from '../../src/providers/http.js';
+import { bodyOf } from '../support/upstream-body.js';
 import { UpstreamError } from '../../src/engine/types.js';
 import { Cancellation } from '../../src/cancel.js';
 import { openaiEvents } from '../../src/providers/openai/index.js';
@@ -124,6 +125,25 @@ describe('unit: UpstreamBody', () => {
     const why = new Error('reset');
     failing.body.fail(why);
     expect(failed).to.equal(why);
+  });
+
+  it('takeAll(): a body that has all arrived is taken whole at once (readCapped reads it so); otherwise nothing is taken', async () => {
+    const { body } = fed();
+    body.push(Buffer.from('{"a":'));
+    expect(body.takeAll(), 'not ended yet').to.equal(undefined);
+    body.push(Buffer.from('1}'));
+    body.end();
+    expect(body.takeAll()!.map(String)).to.deep.equal(['{"a":', '1}']);
+    expect(await body.next(), 'read').to.deep.equal({ value: undefined, done: true });
+    expect(await readCapped(bodyOf('{"b":', '2}'))).to.equal('{"b":2}');
+    const failing = fed();
+    failing.body.push(Buffer.from('x'));
+    failing.body.fail(new Error('reset'));
+    expect(failing.body.takeAll(), 'failed: read as it comes, the failure after the chunk').to.equal(undefined);
+    const capped = fed();
+    capped.body.push(Buffer.alloc(10));
+    capped.body.end();
+    expect(await readCapped(capped.body, 5).then(() => null, (e) => e)).to.be.instanceOf(UpstreamError).with.property('kind', 'invalid_response');
   });
 
   it('destroy() aborts the call and fails the body', async () => {
