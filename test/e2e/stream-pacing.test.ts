@@ -6,6 +6,8 @@
  *
  * The bounds are loose on purpose (this is not a timing benchmark): consecutive text chunks at least 60 ms apart
  * and the first at least 300 ms before the last, against 150 and 450 ms as sent; buffered chunks arrive < 5 ms apart.
+ * The other way round, a client that stops reading holds the upstream back instead of the gateway reading the rest
+ * of the stream into its memory (the simulator counts the pieces it got out).
  */
 import { expect } from 'chai';
 import OpenAI from 'openai';
