@@ -625,9 +625,7 @@ class IdleWatch {
    * `next`.
    */
   start<T>(it: AsyncIterator<T>): Promise<IteratorResult<T>> {
-    if (this.timedOut) return Promise.reject(this.timeout());
-    this.waitingSince = performance.now();
-    if (!this.timer && !this.stopped) this.arm(this.ms);
+    if (!this.begin()) return Promise.reject(this.timeout());
     try {
       return it.next();
     } catch (err) {
@@ -641,10 +639,15 @@ class IdleWatch {
    * here already: then `next()` tells it.
    */
   wait(it: PolledEvents, cb: () => void): boolean {
+    return this.begin() && it.wait(cb);
+  }
+
+  /** A wait begins (the timer armed if none is); false when the timeout fired already. */
+  private begin(): boolean {
     if (this.timedOut) return false;
     this.waitingSince = performance.now();
     if (!this.timer && !this.stopped) this.arm(this.ms);
-    return it.wait(cb);
+    return true;
   }
 
   /** The wait of `start` is over: the timeout's error if it fired (the step's own outcome is then not used). */

@@ -39,6 +39,8 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
   private waiting: Promise<IteratorResult<StreamEvent>> | undefined;
   private settle: ((r: IteratorResult<StreamEvent>) => void) | undefined;
   private refuse: ((err: unknown) => void) | undefined;
+  /** The consumer waiting through `wait(cb)`, called once the body brought something. */
+  private polledWait: (() => void) | undefined;
 
   constructor(private readonly body: UpstreamBody, private readonly source: EventSource, private readonly mapFailure: (err: unknown) => unknown) {}
 
@@ -61,20 +63,27 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
    * microtask per event, and a wait is a callback from undici's data callback (`wait`). Not while a `next()` waits.
    */
   poll(): StreamEvent | undefined {
-    if (this.waiting) return undefined;
-    if (this.at < this.queue.length || this.fill()) return this.at < this.queue.length ? this.queue[this.at++] : undefined;
-    return undefined;
+    if (this.waiting || !(this.at < this.queue.length || this.fill())) return undefined;
+    return this.at < this.queue.length ? this.queue[this.at++] : undefined;
   }
 
   wait(cb: () => void): boolean {
     if (this.waiting || this.at < this.queue.length || this.fill()) return false;
-    const wake = (): void => {
-      if (this.fill()) cb();
-      else this.body.onReady(wake);
-    };
-    this.body.onReady(wake);
+    this.polledWait = cb;
+    this.body.onReady(this.wakePolled);
     return true;
   }
+
+  /** The body woke a `wait(cb)`: the consumer called when it brought something, or waiting on (one function per reader). */
+  private readonly wakePolled = (): void => {
+    if (!this.fill()) {
+      this.body.onReady(this.wakePolled);
+      return;
+    }
+    const cb = this.polledWait!;
+    this.polledWait = undefined;
+    cb();
+  };
 
   async return(): Promise<IteratorResult<StreamEvent>> {
     if (this.waiting) await this.waiting.catch(() => undefined);
