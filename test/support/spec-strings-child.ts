@@ -16,7 +16,6 @@ const usage = JSON.stringify({ usage: { prompt_tokens: 1, completion_tokens: 2, 
 console.log(JSON.stringify({
   strings: all.length,
   twoByteFitting: twoByte.filter((s) => !BEYOND_LATIN1.test(s)).slice(0, 20),
-  twoByteBeyond: twoByte.filter((s) => BEYOND_LATIN1.test(s)).length,
   chunk: stored(chunk),
   usage: stored(usage),
 }));
