@@ -29,6 +29,14 @@
  *   per `offThreadMinMs`, busy store or quiet, and the store connection's automatic checkpoint is off while it
  *   lives. Run on the event loop they stopped every request in flight for 1.3–3.7 ms each, 2.4–6.7 % of the time
  *   under the benchmark's loads; in the worker they stop nothing (session 13 in docs/PERFORMANCE.md).
+ *   SQLite writes the WAL from its beginning again only in a write transaction begun while every frame of it is in
+ *   the database file. A worker's PASSIVE checkpoint copies the frames there were when it began, and a store that
+ *   commits again before it ends finds it incomplete: one request after another, the WAL never started over and grew
+ *   without end (73 MB after 6,000 streams one at a time; every commit's WAL-index insert and every page lookup
+ *   slower as it grew: session 29). So once the WAL holds `restartFrames` frames, a worker's checkpoint left
+ *   incomplete is finished on the store connection on the next turn (at most `finishFrames` frames left to copy,
+ *   between two commits: nothing else writes there), and the next commit starts the WAL over; with more left, the
+ *   worker goes again at once.
  * - Without the worker (`offThread: false`, or it could not start) they run on the store connection, on the turn
  *   after a quiet commit (a few writes), at most one per `checkpointMinMs`: short checkpoints (~0.5 ms) instead of
  *   rare long ones, while under load the automatic checkpoint stays in charge. (A fixed 20 ms instead checkpointed
@@ -36,7 +44,7 @@
  */
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import { WalCheckpointer, type CheckpointerOptions } from './wal-checkpointer.js';
+import { WalCheckpointer, type CheckpointResult, type CheckpointerOptions } from './wal-checkpointer.js';
 
 export interface WriteBatchOptions {
   /** Writes committed between two of the batch's own checkpoints; 0 turns them off (the automatic one remains). */
@@ -51,9 +59,21 @@ export interface WriteBatchOptions {
    */
   offThread?: boolean | CheckpointerOptions;
   offThreadMinMs?: number;
+  /**
+   * The WAL's length in frames (pages) from which a worker's checkpoint left incomplete is finished on the store
+   * connection, so that the WAL starts over (see the header); default 1,000, SQLite's own automatic checkpoint.
+   */
+  restartFrames?: number;
+  /**
+   * The most writes committed while the worker's checkpoint ran that the store connection copies itself (they are
+   * what it left); with more, the worker goes again at once.
+   */
+  finishWrites?: number;
 }
 
-const CHECKPOINT_DEFAULTS: Required<WriteBatchOptions> = { checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4, offThread: true, offThreadMinMs: 100 };
+const CHECKPOINT_DEFAULTS: Required<WriteBatchOptions> = {
+  checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4, offThread: true, offThreadMinMs: 100, restartFrames: 1000, finishWrites: 64,
+};
 
 interface Op {
   run: () => unknown;
@@ -70,6 +90,8 @@ export class SqliteWriteBatch {
   /** Writes committed since the last checkpoint: a stand-in for the WAL frames it would copy. */
   private writesSinceCheckpoint = 0;
   private checkpointDue = false;
+  /** Writes committed since the worker's checkpoint in progress (or its last one) began. */
+  private writesDuringCheckpoint = 0;
   /** The ops of the commit in progress, run by `transaction` (made once: better-sqlite3 builds five functions). */
   private running: Op[] = [];
   private readonly transaction: SQLite.Transaction<() => unknown[]>;
@@ -81,7 +103,10 @@ export class SqliteWriteBatch {
     // An in-memory database has no WAL to checkpoint.
     if (raw.memory) this.checkpoints.checkpointWrites = 0;
     const off = this.checkpoints.offThread;
-    if (off && this.checkpoints.checkpointWrites > 0) this.checkpointer = new WalCheckpointer(raw, off === true ? {} : off);
+    if (off && this.checkpoints.checkpointWrites > 0) this.checkpointer = new WalCheckpointer(raw, off === true ? {} : off, {
+      started: () => (this.writesDuringCheckpoint = 0),
+      finished: (r) => this.afterWorker(r),
+    });
     this.transaction = raw.transaction(() => this.running.map((op) => op.run()));
   }
 
@@ -149,6 +174,7 @@ export class SqliteWriteBatch {
     this.running = [];
     ops.forEach((op, i) => op.resolve(results[i]));
     this.writesSinceCheckpoint += ops.length;
+    this.writesDuringCheckpoint += ops.length;
     const c = this.checkpoints;
     if (c.checkpointWrites === 0 || this.writesSinceCheckpoint < c.checkpointWrites || this.checkpointDue) return;
     const now = performance.now();
@@ -165,6 +191,27 @@ export class SqliteWriteBatch {
       this.checkpointDue = true;
       setImmediate(() => void this.checkpoint());
     }
+  }
+
+  /**
+   * A worker's checkpoint ended. It copied the frames the WAL held when it began; the store's commits since then are
+   * left (the WAL is incomplete, and a commit begun now does not start it over). Once the WAL holds `restartFrames`
+   * frames, those few writes are copied here on the next turn, between two commits, and the next commit starts the
+   * WAL over; with more than `finishWrites` of them, the worker goes again at once (its next run is shorter). True
+   * when one of the two was done (a checkpoint asked of the worker meanwhile is not needed).
+   */
+  private afterWorker({ log }: CheckpointResult): boolean {
+    const c = this.checkpoints;
+    if (log < c.restartFrames || this.checkpointDue) return false;
+    if (this.writesDuringCheckpoint <= c.finishWrites) {
+      this.checkpointDue = true;
+      setImmediate(() => void this.checkpoint());
+      return true;
+    }
+    if (!this.checkpointer?.request()) return false;
+    this.lastCheckpoint = performance.now();
+    this.writesSinceCheckpoint = 0;
+    return true;
   }
 
   /** Stops the checkpoint worker, if one runs (before the store connection closes). */

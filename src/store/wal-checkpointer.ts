@@ -10,7 +10,9 @@
  * left idle holds no second thread and no second connection (a worker costs several MB of memory while it lives).
  * While it lives the store connection's automatic checkpoint is off, since the worker is asked often enough
  * (SqliteWriteBatch counts the writes); when it stops, or fails, the automatic checkpoint comes back, so the WAL
- * can never grow without bound because of the worker.
+ * can never grow without bound because of the worker. Each finished checkpoint reports how far it got (the WAL's
+ * frames and those copied): SqliteWriteBatch finishes one that the store's own commits left incomplete, or the WAL
+ * would never start over from its beginning under writes that never pause.
  */
 import { Worker } from 'node:worker_threads';
 import { createRequire } from 'node:module';
@@ -27,8 +29,8 @@ parentPort.on('message', (msg) => {
   if (msg === 'close') { db.close(); parentPort.close(); return; }
   const started = performance.now();
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-    parentPort.postMessage({ ok: true, ms: performance.now() - started });
+    const r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+    parentPort.postMessage({ ok: true, ms: performance.now() - started, log: r.log, checkpointed: r.checkpointed });
   } catch {
     parentPort.postMessage({ ok: false, ms: performance.now() - started });
   }
@@ -43,6 +45,24 @@ export interface CheckpointerOptions {
   autoCheckpointPages?: number;
   /** The SQLite driver module the worker loads (default: this process's better-sqlite3); tests name a missing one. */
   driver?: string;
+}
+
+/**
+ * What a finished checkpoint saw: the frames the WAL held when it began (`log`) and how many of them are now in the
+ * database file (`checkpointed`). Frames the store committed while it ran are in neither.
+ */
+export interface CheckpointResult {
+  log: number;
+  checkpointed: number;
+}
+
+/**
+ * Told when the worker begins a checkpoint, and when it finishes one; `finished` returns true when it saw to what
+ * comes next (a checkpoint asked for meanwhile is then dropped).
+ */
+export interface CheckpointHooks {
+  started?: () => void;
+  finished?: (r: CheckpointResult) => boolean;
 }
 
 /** What the worker reported, summed (for tests and the benchmark). */
@@ -71,7 +91,7 @@ export class WalCheckpointer {
   private readonly driver: string | undefined;
   readonly stats: CheckpointStats = { started: 0, checkpoints: 0, failures: 0, workerMs: 0 };
 
-  constructor(private readonly raw: SQLite.Database, opts: CheckpointerOptions = {}) {
+  constructor(private readonly raw: SQLite.Database, opts: CheckpointerOptions = {}, private readonly hooks: CheckpointHooks = {}) {
     this.idleMs = opts.idleMs ?? 30_000;
     this.autoPages = opts.autoCheckpointPages ?? 1000;
     this.driver = opts.driver;
@@ -105,7 +125,7 @@ export class WalCheckpointer {
         this.busy = false;
         return false;
       }
-    } else if (this.ready) this.worker.postMessage('checkpoint');
+    } else if (this.ready) this.post(this.worker);
     return true;
   }
 
@@ -122,13 +142,13 @@ export class WalCheckpointer {
     this.worker = worker;
     this.stats.started++;
     worker.unref();
-    worker.on('message', (msg: { ready?: boolean; ok?: boolean; ms?: number }) => {
+    worker.on('message', (msg: { ready?: boolean; ok?: boolean; ms?: number; log?: number; checkpointed?: number }) => {
       if (worker !== this.worker) return;
       if (msg.ready) {
         this.ready = true;
         // The worker checkpoints from now on: the store connection's own automatic checkpoint stops.
         this.setAutoCheckpoint(0);
-        worker.postMessage('checkpoint');
+        this.post(worker);
         return;
       }
       this.stats.workerMs += msg.ms ?? 0;
@@ -136,10 +156,14 @@ export class WalCheckpointer {
       if (msg.ok) this.stats.checkpoints++;
       else this.stats.failures++;
       this.busy = false;
-      if (this.again) {
+      // The hook may take over what comes next: a checkpoint of its own, or another run asked for at once.
+      const handled = msg.ok && this.hooks.finished?.({ log: msg.log ?? -1, checkpointed: msg.checkpointed ?? -1 }) === true;
+      if (this.busy) return;
+      if (this.again && !handled) {
         this.again = false;
         this.request();
       } else {
+        this.again = false;
         this.idleTimer = setTimeout(() => this.stop(), this.idleMs);
         this.idleTimer.unref();
       }
@@ -147,6 +171,11 @@ export class WalCheckpointer {
     worker.on('error', () => this.lost(worker));
     worker.on('exit', () => this.lost(worker));
     return true;
+  }
+
+  private post(worker: Worker): void {
+    this.hooks.started?.();
+    worker.postMessage('checkpoint');
   }
 
   /**
