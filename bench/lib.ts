@@ -325,7 +325,9 @@ export async function settleRss(pid: number, secs: number): Promise<{ settledMb:
  * funded key; `nodeArgs` e.g. `--cpu-prof`. `keysRoot`: the checkout whose scripts/keys.ts makes the key (and so
  * migrates the new database): the build's own, since a build refuses a database migrated by a newer one.
  */
-export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js', keysRoot = ROOT) {
+export async function benchGateway(label: string, env: Record<string, string>, simUrl: string, nodeArgs: string[] = [], file = 'dist/main.js', keysRoot = ROOT,
+  /** `wrap`: a command the gateway runs under (bench/instructions.ts: valgrind), `startS`: how long it may take to answer. */
+  opts: { wrap?: string[]; startS?: number } = {}) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-bench-'));
   const baseEnv = {
     DATA_DIR: dataDir, LOG_LEVEL: 'warn', OPENAI_API_KEY: 'sim-key', OPENAI_BASE_URL: `${simUrl}/v1`,
@@ -335,14 +337,15 @@ export async function benchGateway(label: string, env: Record<string, string>, s
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'bench', '--credits', '1000000'], { ...baseEnv, LOG_LEVEL: 'silent' }, keysRoot)).split('\n').pop()!;
   log(`${label}: starting the gateway`);
   const port = await freePort();
-  const child = spawn(process.execPath, [...START_FLAGS, ...nodeArgs, path.resolve(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const command = [...(opts.wrap ?? []), process.execPath, ...START_FLAGS, ...nodeArgs, path.resolve(ROOT, file)];
+  const child = spawn(command[0], command.slice(1), { cwd: ROOT, env: { ...process.env, ...baseEnv, HOST: '127.0.0.1', PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   children.push(child);
   const gw = { child };
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     const ok = await request(`${url}/health`, { dispatcher }).then((r) => r.body.text().then(() => r.statusCode === 200), () => false);
     if (ok) break;
-    if (i > 300) throw new Error('gateway did not start');
+    if (i > (opts.startS ?? 30) * 10) throw new Error('gateway did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
   // The model must be known to the catalog (discovered from the simulator's model list).

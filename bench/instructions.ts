@@ -1,0 +1,145 @@
+/**
+ * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
+ *
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000]
+ *
+ * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
+ * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
+ * session 20). Instructions executed do not depend on what else the machine runs: valgrind's callgrind counts them
+ * in user space, the same for the same program and inputs up to what V8 decides by the clock (below). Each build's
+ * gateway (bundled from its own checkout, as `npm run bench:ab` does) runs under callgrind with instrumentation off
+ * while it is warmed (`--warmup` requests of each mode, one at a time, the modes taking turns, so that V8 has compiled
+ * its code for all of them); then, for `--reps` repetitions, each mode's `--n` requests one at a time are counted
+ * (callgrind_control zeroes the counters before and dumps them after). It prints, per build and mode, the median over
+ * the repetitions of instructions per request on the main thread (the event loop: the gateway's own work, Node's and
+ * undici's) and in all threads (V8's compiler and GC helpers, the checkpoint worker), the change, the fewest of any
+ * repetition and the spread. In session 29 one build's main-thread counts still fell by 1–3 % from one repetition to
+ * the next (V8 compiling after the warm-up), the other threads' moved by up to ~50 %: judge by the main thread, and by
+ * the pairs (both builds' repetition k runs at the same time). JSON to bench/results/instructions.json, and the dumps in
+ * a temporary directory (`callgrind_annotate`, with the gateway's JIT code named by `--perf-basic-prof`'s map in
+ * /tmp/perf-<pid>.map) for where they went.
+ *   c1      non-streamed chat (sim/echo)
+ *   single  a 20-chunk stream (sim/chunks-20)
+ * What it does not see: the kernel (system calls, the TCP stack: a third or more of a request's CPU here), waiting,
+ * and anything the load's concurrency changes. Under callgrind the gateway runs ~50 times slower, so what a timer
+ * batches (the usage recorder's flush, the WAL checkpoint) takes in fewer requests than at full speed and counts
+ * for more per request than it does in `npm run bench`: compare builds with it, not with the timed figures.
+ * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { request } from 'undici';
+import { MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
+
+const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+const BASE = arg('--base');
+const HEAD = arg('--head');
+const MODES = (arg('--modes') ?? 'c1,single').split(',');
+const N = Number(arg('--n') ?? 400);
+const REPS = Number(arg('--reps') ?? 5);
+const WARMUP = Number(arg('--warmup') ?? 4000);
+const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true) };
+for (const m of MODES) if (!BODIES[m]) throw new Error(`--modes takes ${Object.keys(BODIES).join(', ')}`);
+if (!BASE) throw new Error('--base <rev> is required');
+
+/**
+ * The gateways' V8 is held to one young generation size, with no memory reducer. Both are driven by time: ~50 times
+ * slower under callgrind, the gateway looked idle to V8, which shrank the young generation (scavenges 20 times as
+ * often per request), deoptimised code at the reducing GC and took minutes to recover, so repetitions after it counted
+ * 30–40 % more than those before. The JIT's functions are named for callgrind_annotate (`--perf-basic-prof`).
+ */
+const NODE_FLAGS = ['--perf-basic-prof', '--no-memory-reducer', '--min-semi-space-size=16', '--max-semi-space-size=16'];
+const OUT = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-instructions-'));
+/** callgrind_control finds a process by a file named with $USER and $HOST: the gateway's HOST is 127.0.0.1. */
+const control = (pid: number, ...args: string[]) =>
+  execFileSync('callgrind_control', [`--vgdb-prefix=${OUT}/vgdb`, ...args, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
+
+async function one(url: string, key: string, body: string): Promise<void> {
+  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+  await res.body.arrayBuffer();
+  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
+}
+
+/** Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>). */
+function dumped(pid: number, seen: Set<string>): { main: number; all: number } {
+  let main = 0;
+  let all = 0;
+  for (const f of fs.readdirSync(OUT)) {
+    if (seen.has(f) || !f.startsWith(`callgrind.out.${pid}.`)) continue;
+    seen.add(f);
+    const n = Number(/^(?:summary|totals): (\d+)/m.exec(fs.readFileSync(path.join(OUT, f), 'utf8'))?.[1] ?? 0);
+    all += n;
+    if (f.endsWith('-01')) main += n;
+  }
+  return { main, all };
+}
+
+async function main() {
+  const builds: Build[] = [];
+  try {
+    builds.push(build(BASE, 'instructions'));
+    builds.push(build(HEAD, 'instructions'));
+    const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const wrap = ['valgrind', '-q', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', '--instr-atstart=no',
+      `--vgdb-prefix=${OUT}/vgdb`, `--callgrind-out-file=${OUT}/callgrind.out.%p`];
+    log(`starting both gateways under callgrind (dumps in ${OUT})`);
+    const gws = await Promise.all(builds.map((b) => benchGateway(b.label, {}, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
+    // The modes take turns request by request: code V8 optimised for one alone is thrown away when the other comes
+    // (a mode measured after another ran partly in V8's baseline tier), and fed both it stays.
+    log(`warming each with ${WARMUP} requests of each mode, taking turns (not counted)`);
+    await Promise.all(gws.map(async (gw) => { for (let i = 0; i < WARMUP; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
+    for (const gw of gws) control(gw.pid, '--instr=on');
+    // the code is translated again once instrumented: a few requests more before counting
+    await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
+    const seen = new Set(fs.readdirSync(OUT));
+    const counts = builds.map(() => MODES.map(() => [] as Array<{ main: number; all: number }>)); // [build][mode][rep]
+    for (let rep = 0; rep < REPS; rep++) {
+      for (let m = 0; m < MODES.length; m++) {
+        // both builds at once: the counts do not depend on the other's load
+        await Promise.all(gws.map(async (gw, b) => {
+          control(gw.pid, '--zero');
+          for (let i = 0; i < N; i++) await one(gw.url, gw.key, BODIES[MODES[m]]);
+          control(gw.pid, '--dump');
+          for (let t = 0; t < 100 && !fs.readdirSync(OUT).some((f) => !seen.has(f) && f.startsWith(`callgrind.out.${gw.pid}.`) && f.endsWith('-01')); t++) await new Promise((r) => setTimeout(r, 100));
+          await new Promise((r) => setTimeout(r, 500)); // every thread's file written
+          const d = dumped(gw.pid, seen);
+          const per = { main: Math.round(d.main / N), all: Math.round(d.all / N) };
+          counts[b][m].push(per);
+          log(`rep ${rep + 1}/${REPS} ${builds[b].label} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
+        }));
+      }
+    }
+    for (const gw of gws) gw.child.kill('SIGKILL');
+    sim.child.kill('SIGTERM');
+
+    const rows: string[][] = [['mode', 'instructions per request', builds[0].label, builds[1].label, 'change', 'fewest (base / head)',
+      'spread of reps (base / head)']];
+    const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, n: N, reps: REPS, warmup: WARMUP, dumps: OUT, modes: {} };
+    MODES.forEach((mode, m) => {
+      const figures = (['main', 'all'] as const).map((k) => {
+        const base = counts[0][m].map((c) => c[k]);
+        const head = counts[1][m].map((c) => c[k]);
+        const spread = (xs: number[]) => `${round(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100, 1)} %`;
+        rows.push([mode, k === 'main' ? 'main thread' : 'all threads', String(median(base)), String(median(head)),
+          `${round(((median(head) - median(base)) / median(base)) * 100, 1)} %`, `${Math.min(...base)} / ${Math.min(...head)}`, `${spread(base)} / ${spread(head)}`]);
+        return { figure: k, base, head, baseMedian: median(base), headMedian: median(head), baseFewest: Math.min(...base), headFewest: Math.min(...head) };
+      });
+      (json.modes as Record<string, unknown>)[mode] = figures;
+    });
+    console.log(formatTable(rows));
+    console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
+    fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+    fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));
+    log('wrote bench/results/instructions.json');
+  } finally {
+    for (const b of builds) b.cleanup?.();
+  }
+  process.exit(0);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
