@@ -6,6 +6,7 @@
  */
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
+import { jsonIndex, jsonString } from './json-text.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -53,7 +54,7 @@ export class OpenAIChunkWriter {
 
   /** A text delta after the role went out: the same bytes as chunk(), with only the text serialised. */
   private text(index: number, text: string): string {
-    return `${this.prefix}${JSON.stringify(index)},"delta":{"content":${JSON.stringify(text)}},"finish_reason":null,"logprobs":null}]}\n\n`;
+    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${jsonString(text)}},"finish_reason":null,"logprobs":null}]}\n\n`;
   }
 
   private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
