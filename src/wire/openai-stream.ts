@@ -57,6 +57,17 @@ export class OpenAIChunkWriter {
     return `${this.prefix}${jsonIndex(index)},"delta":{"content":${jsonString(text)}},"finish_reason":null,"logprobs":null}]}\n\n`;
   }
 
+  /** The role's frame (the stream's first): the same bytes as delta(0, { content: '' }), without a JSON.stringify. */
+  private role(): string {
+    this.roleSent.add(0);
+    return `${this.prefix}0,"delta":{"role":"assistant","content":""},"finish_reason":null,"logprobs":null}]}\n\n`;
+  }
+
+  /** A finish after the role went out: the same bytes as delta(index, {}, reason). */
+  private finish(index: number, reason: string): string {
+    return `${this.prefix}${jsonIndex(index)},"delta":{},"finish_reason":${jsonString(reason)},"logprobs":null}]}\n\n`;
+  }
+
   private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
     return sseData(JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices, ...extra }));
   }
@@ -73,7 +84,7 @@ export class OpenAIChunkWriter {
   write(ev: StreamEvent): string {
     switch (ev.type) {
       case 'start':
-        return this.delta(0, { content: '' });
+        return this.roleSent.has(0) ? this.delta(0, { content: '' }) : this.role();
       case 'text':
         return this.roleSent.has(ev.index) ? this.text(ev.index, ev.text) : this.delta(ev.index, { content: ev.text });
       case 'thinking':
@@ -83,7 +94,7 @@ export class OpenAIChunkWriter {
       case 'tool_call_delta':
         return this.delta(ev.index, { tool_calls: [{ index: ev.toolIndex, function: { arguments: ev.arguments } }] });
       case 'finish':
-        return this.delta(ev.index, {}, ev.finishReason);
+        return this.roleSent.has(ev.index) && typeof ev.finishReason === 'string' ? this.finish(ev.index, ev.finishReason) : this.delta(ev.index, {}, ev.finishReason);
       case 'usage':
         this.usage = ev.usage;
         return '';

@@ -274,6 +274,27 @@ describe('unit: OpenAI wire mapping', () => {
     expect(noUsage.end({})).to.equal('data: [DONE]\n\n');
   });
 
+  it('the role, text and finish frames made without JSON.stringify are the bytes the generic chunk gives', () => {
+    const generic = (id: string, model: string, created: number, index: number, delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [{ index, delta, finish_reason: finish, logprobs: null }] })}\n\n`;
+    for (const [id, model] of [['chatcmpl-1', 'dev/m'], ['chatcmpl-"q"', 'vendor/ünï\\code']]) {
+      const w = new OpenAIChunkWriter(id, model, 1700000000, false);
+      expect(w.write({ type: 'start', id: 'u', model: 'm' })).to.equal(generic(id, model, 1700000000, 0, { role: 'assistant', content: '' }, null));
+      for (const text of ['Hi', 'say "hi"\n', '😀', 'x'.repeat(300)]) {
+        expect(w.write({ type: 'text', index: 0, text })).to.equal(generic(id, model, 1700000000, 0, { content: text }, null));
+      }
+      for (const reason of ['stop', 'length', 'tool_calls', 'content_filter'] as const) {
+        expect(w.write({ type: 'finish', index: 0, finishReason: reason })).to.equal(generic(id, model, 1700000000, 0, {}, reason));
+      }
+      // a second choice: its first frame carries the role (the generic path), later ones the fast frames
+      expect(w.write({ type: 'text', index: 1, text: 'b' })).to.equal(generic(id, model, 1700000000, 1, { role: 'assistant', content: 'b' }, null));
+      expect(w.write({ type: 'finish', index: 1, finishReason: 'stop' })).to.equal(generic(id, model, 1700000000, 1, {}, 'stop'));
+    }
+    // a finish before any text: the role rides on it
+    const early = new OpenAIChunkWriter('c', 'm', 1, false);
+    expect(early.write({ type: 'finish', index: 0, finishReason: 'length' })).to.equal(generic('c', 'm', 1, 0, { role: 'assistant' }, 'length'));
+  });
+
   it('a completion carries null content with tool calls', () => {
     const c = toCompletion({ id: 'a', model: 'm', created: 1, usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
       choices: [{ index: 0, content: null, toolCalls: [{ id: 't', name: 'f', arguments: '{}' }], finishReason: 'tool_calls' }] }, 'dev/m', {});
