@@ -34,9 +34,9 @@
  *   commits again before it ends finds it incomplete: one request after another, the WAL never started over and grew
  *   without end (73 MB after 6,000 streams one at a time; every commit's WAL-index insert and every page lookup
  *   slower as it grew: session 29). So once the WAL holds `restartFrames` frames, a worker's checkpoint left
- *   incomplete is finished on the store connection on the next turn (at most `finishFrames` frames left to copy,
- *   between two commits: nothing else writes there), and the next commit starts the WAL over; with more left, the
- *   worker goes again at once.
+ *   incomplete is finished on the store connection on the next turn (when at most `finishWrites` writes were
+ *   committed while it ran; between two commits, where nothing else writes), and the next commit starts the WAL
+ *   over; with more left, the worker goes again at once.
  * - Without the worker (`offThread: false`, or it could not start) they run on the store connection, on the turn
  *   after a quiet commit (a few writes), at most one per `checkpointMinMs`: short checkpoints (~0.5 ms) instead of
  *   rare long ones, while under load the automatic checkpoint stays in charge. (A fixed 20 ms instead checkpointed

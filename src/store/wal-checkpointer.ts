@@ -157,13 +157,12 @@ export class WalCheckpointer {
       else this.stats.failures++;
       this.busy = false;
       // The hook may take over what comes next: a checkpoint of its own, or another run asked for at once.
-      const handled = msg.ok && this.hooks.finished?.({ log: msg.log ?? -1, checkpointed: msg.checkpointed ?? -1 }) === true;
+      if (msg.ok && this.hooks.finished?.({ log: msg.log ?? -1, checkpointed: msg.checkpointed ?? -1 }) === true) this.again = false;
       if (this.busy) return;
-      if (this.again && !handled) {
+      if (this.again) {
         this.again = false;
         this.request();
       } else {
-        this.again = false;
         this.idleTimer = setTimeout(() => this.stop(), this.idleMs);
         this.idleTimer.unref();
       }
