@@ -14,10 +14,11 @@
  * the repetitions of instructions per request on the main thread (the event loop: the gateway's own work, Node's and
  * undici's) and in all threads (V8's compiler and GC helpers, the checkpoint worker), the change, the fewest of any
  * repetition and the spread. In session 29 one build's main-thread counts still fell by 1–3 % from one repetition to
- * the next (V8 compiling after the warm-up), the other threads' moved by up to ~50 %: judge by the main thread, and by
- * the pairs (both builds' repetition k runs at the same time). JSON to bench/results/instructions.json, and the dumps in
- * a temporary directory (`callgrind_annotate`, with the gateway's JIT code named by `--perf-basic-prof`'s map in
- * /tmp/perf-<pid>.map) for where they went.
+ * the next (V8 compiling after the warm-up), the other threads' moved by up to ~50 %, and two processes differed by a
+ * few per cent beyond what a change explained: judge by the main thread, by the pairs (both builds' repetition k runs
+ * at the same time), and by a changed function's own count in the dumps. JSON to bench/results/instructions.json, and
+ * the dumps in a temporary directory (`callgrind_annotate`, with the gateway's JIT code named by `--perf-basic-prof`'s
+ * map in /tmp/perf-<pid>.map) for where they went.
  *   c1      non-streamed chat (sim/echo)
  *   single  a 20-chunk stream (sim/chunks-20)
  * What it does not see: the kernel (system calls, the TCP stack: a third or more of a request's CPU here), waiting,
