@@ -12,8 +12,8 @@
  * its code for all of them); then, for `--reps` repetitions, each mode's `--n` requests one at a time are counted
  * (callgrind_control zeroes the counters before and dumps them after). It prints, per build and mode, the median over
  * the repetitions of instructions per request on the main thread (the event loop: the gateway's own work, Node's and
- * undici's) and in all threads (V8's compiler and GC helpers, the checkpoint worker), the change, the fewest of any
- * repetition and the spread. In session 29 one build's main-thread counts still fell by 1–3 % from one repetition to
+ * undici's) and in all threads (V8's compiler and GC helpers, the checkpoint worker), the change, in how many pairs
+ * of repetitions the head counted fewer, the fewest of any repetition and the spread. In session 29 one build's main-thread counts still fell by 1–3 % from one repetition to
  * the next (V8 compiling after the warm-up), the other threads' moved by up to ~50 %, and two processes differed by a
  * few per cent beyond what a change explained: judge by the main thread, by the pairs (both builds' repetition k runs
  * at the same time), and by a changed function's own count in the dumps. JSON to bench/results/instructions.json, and
@@ -115,17 +115,20 @@ async function main() {
     for (const gw of gws) gw.child.kill('SIGKILL');
     sim.child.kill('SIGTERM');
 
-    const rows: string[][] = [['mode', 'instructions per request', builds[0].label, builds[1].label, 'change', 'fewest (base / head)',
-      'spread of reps (base / head)']];
+    const rows: string[][] = [['mode', 'instructions per request', builds[0].label, builds[1].label, 'change', 'head fewer in',
+      'fewest (base / head)', 'spread of reps (base / head)']];
     const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, n: N, reps: REPS, warmup: WARMUP, dumps: OUT, modes: {} };
     MODES.forEach((mode, m) => {
       const figures = (['main', 'all'] as const).map((k) => {
         const base = counts[0][m].map((c) => c[k]);
         const head = counts[1][m].map((c) => c[k]);
+        // repetition k of both builds ran at the same time
+        const fewer = head.filter((h, i) => h < base[i]).length;
         const spread = (xs: number[]) => `${round(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100, 1)} %`;
         rows.push([mode, k === 'main' ? 'main thread' : 'all threads', String(median(base)), String(median(head)),
-          `${round(((median(head) - median(base)) / median(base)) * 100, 1)} %`, `${Math.min(...base)} / ${Math.min(...head)}`, `${spread(base)} / ${spread(head)}`]);
-        return { figure: k, base, head, baseMedian: median(base), headMedian: median(head), baseFewest: Math.min(...base), headFewest: Math.min(...head) };
+          `${round(((median(head) - median(base)) / median(base)) * 100, 1)} %`, `${fewer} of ${REPS} pairs`,
+          `${Math.min(...base)} / ${Math.min(...head)}`, `${spread(base)} / ${spread(head)}`]);
+        return { figure: k, base, head, baseMedian: median(base), headMedian: median(head), headFewerInPairs: fewer, baseFewest: Math.min(...base), headFewest: Math.min(...head) };
       });
       (json.modes as Record<string, unknown>)[mode] = figures;
     });
