@@ -11,7 +11,7 @@
  * While it lives the store connection's automatic checkpoint is off, since the worker is asked often enough
  * (SqliteWriteBatch counts the writes); when it stops, or fails, the automatic checkpoint comes back, so the WAL
  * can never grow without bound because of the worker. Each finished checkpoint reports how far it got (the WAL's
- * frames and those copied): SqliteWriteBatch finishes one that the store's own commits left incomplete, or the WAL
+ * frames when it began): SqliteWriteBatch finishes one that the store's own commits left incomplete, or the WAL
  * would never start over from its beginning under writes that never pause.
  */
 import { Worker } from 'node:worker_threads';
@@ -30,7 +30,7 @@ parentPort.on('message', (msg) => {
   const started = performance.now();
   try {
     const r = db.pragma('wal_checkpoint(PASSIVE)')[0];
-    parentPort.postMessage({ ok: true, ms: performance.now() - started, log: r.log, checkpointed: r.checkpointed });
+    parentPort.postMessage({ ok: true, ms: performance.now() - started, log: r.log });
   } catch {
     parentPort.postMessage({ ok: false, ms: performance.now() - started });
   }
@@ -48,12 +48,11 @@ export interface CheckpointerOptions {
 }
 
 /**
- * What a finished checkpoint saw: the frames the WAL held when it began (`log`) and how many of them are now in the
- * database file (`checkpointed`). Frames the store committed while it ran are in neither.
+ * What a finished checkpoint saw: the frames the WAL held when it began (`log`), all of them now in the database file
+ * (a PASSIVE checkpoint with no reader holding older frames back). Frames the store committed while it ran are not.
  */
 export interface CheckpointResult {
   log: number;
-  checkpointed: number;
 }
 
 /**
@@ -142,7 +141,7 @@ export class WalCheckpointer {
     this.worker = worker;
     this.stats.started++;
     worker.unref();
-    worker.on('message', (msg: { ready?: boolean; ok?: boolean; ms?: number; log?: number; checkpointed?: number }) => {
+    worker.on('message', (msg: { ready?: boolean; ok?: boolean; ms?: number; log?: number }) => {
       if (worker !== this.worker) return;
       if (msg.ready) {
         this.ready = true;
@@ -156,9 +155,8 @@ export class WalCheckpointer {
       if (msg.ok) this.stats.checkpoints++;
       else this.stats.failures++;
       this.busy = false;
-      // The hook may take over what comes next: a checkpoint of its own, or another run asked for at once.
-      if (msg.ok && this.hooks.finished?.({ log: msg.log ?? -1, checkpointed: msg.checkpointed ?? -1 }) === true) this.again = false;
-      if (this.busy) return;
+      // The hook may take over what comes next (a checkpoint of its own): then a run asked for meanwhile is not needed.
+      if (msg.ok && this.hooks.finished?.({ log: msg.log ?? -1 }) === true) this.again = false;
       if (this.again) {
         this.again = false;
         this.request();
