@@ -81,28 +81,28 @@ export const createChatCompletion: Handler = async (ctx) => {
 
   const stream = await engine.stream(req, call);
   const writer = new OpenAIChunkWriter(`chatcmpl-${uuid4()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
-  startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
+  const out = startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
   let reply = '';
   try {
     // As `for await` over the events, without its promises per event (EngineEvents.consume).
     await stream.events.consume((ev) => {
       if (session && ev.type === 'text' && ev.index === 0) reply += ev.text;
-      const full = writeFrame(ctx.res, writer.write(ev));
+      const full = writeFrame(out, writer.write(ev), writer.ascii);
       if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
       return abort.signal.aborted ? STOP : undefined;
     });
     const served = stream.served();
     if (served) {
-      await writeFrame(ctx.res, writer.end(gatewayUsage(served)));
+      await writeFrame(out, writer.end(gatewayUsage(served)), writer.ascii);
       await saveTurn(ctx, session, userText, reply, served);
     }
   } catch (err) {
     if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
       ctx.log.warn({ requestId: ctx.requestId, err: (err as Error).message }, 'stream failed after the first byte');
-      await writeFrame(ctx.res, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code, ctx.requestId));
+      await writeFrame(out, OpenAIChunkWriter.error(`The upstream stream failed: ${e.message}`, e.type, e.code, ctx.requestId));
     }
   } finally {
-    endSse(ctx.res);
+    endSse(out);
   }
 };

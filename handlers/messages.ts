@@ -25,22 +25,22 @@ export const createMessage: Handler = async (ctx) => {
 
   const stream = await engine.stream(req, call);
   const writer = new AnthropicEventWriter(stream.offer.modelId);
-  startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
+  const out = startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
   try {
     // As `for await` over the events, without its promises per event (EngineEvents.consume).
     await stream.events.consume((ev) => {
-      const full = writeFrame(ctx.res, writer.write(ev));
+      const full = writeFrame(out, writer.write(ev));
       if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
       return abort.signal.aborted ? STOP : undefined;
     });
     const served = stream.served();
-    if (served) await writeFrame(ctx.res, writer.end(served.usage ?? emptyUsage()));
+    if (served) await writeFrame(out, writer.end(served.usage ?? emptyUsage()));
   } catch (err) {
     if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
-      await writeFrame(ctx.res, AnthropicEventWriter.error(anthropicErrorType(e.status), `The upstream stream failed: ${e.message}`));
+      await writeFrame(out, AnthropicEventWriter.error(anthropicErrorType(e.status), `The upstream stream failed: ${e.message}`));
     }
   } finally {
-    endSse(ctx.res);
+    endSse(out);
   }
 };

@@ -19,6 +19,27 @@ export function jsonString(text: string): string {
   return `"${text}"`;
 }
 
+/**
+ * The same literal as `jsonString`, or undefined when `text` is not one the writer can call ASCII: longer than the
+ * scan's limit, or holding anything past 0x7f or anything `jsonString` would escape. A frame made only of such
+ * literals and ASCII parts is written to the socket as latin1 (src/engine/respond.ts: no UTF-8 length scan and
+ * encoding of the tick's frames).
+ */
+export function asciiString(text: string): string | undefined {
+  if (text.length > SCAN_LIMIT) return undefined;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7f) return undefined;
+  }
+  return `"${text}"`;
+}
+
+/** Only characters up to 0x7f. */
+export function isAscii(text: string): boolean {
+  return !NOT_ASCII.test(text);
+}
+const NOT_ASCII = /[^\x00-\x7f]/;
+
 /** A choice's index: almost always 0. */
 export function jsonIndex(index: number): string {
   return index === 0 ? '0' : JSON.stringify(index);

@@ -6,7 +6,7 @@
  */
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
-import { jsonIndex, jsonString } from './json-text.js';
+import { asciiString, isAscii, jsonIndex, jsonString } from './json-text.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -47,24 +47,33 @@ export class OpenAIChunkWriter {
   private usage: Usage | null = null;
   /** The serialised start of every chunk, up to the choice's index: text deltas are the bulk of a stream. */
   private readonly prefix: string;
+  private readonly prefixAscii: boolean;
+  /** The frames of the last `write` (or `end`) are ASCII only (false when not known): src/engine/respond.ts. */
+  ascii = false;
 
   constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {
     this.prefix = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)},"choices":[{"index":`;
+    this.prefixAscii = isAscii(this.prefix);
   }
 
   /** A text delta after the role went out: the same bytes as chunk(), with only the text serialised. */
   private text(index: number, text: string): string {
-    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${jsonString(text)}},"finish_reason":null,"logprobs":null}]}\n\n`;
+    let literal = asciiString(text);
+    this.ascii = this.prefixAscii && literal !== undefined;
+    literal ??= jsonString(text);
+    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${literal}},"finish_reason":null,"logprobs":null}]}\n\n`;
   }
 
   /** The role's frame (the stream's first): the same bytes as delta(0, { content: '' }), without a JSON.stringify. */
   private role(): string {
     this.roleSent.add(0);
+    this.ascii = this.prefixAscii;
     return `${this.prefix}0,"delta":{"role":"assistant","content":""},"finish_reason":null,"logprobs":null}]}\n\n`;
   }
 
   /** A finish after the role went out: the same bytes as delta(index, {}, reason). */
   private finish(index: number, reason: string): string {
+    this.ascii = this.prefixAscii && isAscii(reason);
     return `${this.prefix}${jsonIndex(index)},"delta":{},"finish_reason":${jsonString(reason)},"logprobs":null}]}\n\n`;
   }
 
@@ -82,6 +91,7 @@ export class OpenAIChunkWriter {
 
   /** Frames for one event ('' when it has none: start before content, raw events, usage held for the end). */
   write(ev: StreamEvent): string {
+    this.ascii = false; // the cases that know better say so
     switch (ev.type) {
       case 'start':
         return this.roleSent.has(0) ? this.delta(0, { content: '' }) : this.role();
@@ -107,6 +117,7 @@ export class OpenAIChunkWriter {
   /** The closing frames: the usage chunk (when asked for) and [DONE]. */
   end(gatewayUsage: unknown): string {
     const usage = this.includeUsage && this.usage ? this.chunk([], { usage: wireUsage(this.usage), gateway_usage: gatewayUsage }) : '';
+    this.ascii = usage === '';
     return usage + 'data: [DONE]\n\n';
   }
 

@@ -304,7 +304,7 @@ describe('unit: OpenAI wire mapping', () => {
 
 describe('unit: SSE frames to a slow reader', () => {
   it('writeFrame hands back a promise only when the socket is full, settled once the reader has drained it', async () => {
-    const { writeFrame } = await import('../../src/engine/respond.js');
+    const { SseOut, writeFrame } = await import('../../src/engine/respond.js');
     const http = await import('node:http');
     const net = await import('node:net');
     let served: (res: import('node:http').ServerResponse) => void = () => {};
@@ -318,13 +318,14 @@ describe('unit: SSE frames to a slow reader', () => {
     const res = await got;
     try {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const out = new SseOut(res);
       const frame = `data: ${'x'.repeat(256 * 1024)}\n\n`;
-      expect(writeFrame(res, 'data: {"small":true}\n\n'), 'room in the socket: nothing to wait for').to.equal(undefined);
+      expect(writeFrame(out, 'data: {"small":true}\n\n'), 'room in the socket: nothing to wait for').to.equal(undefined);
       // Frames go on until one's promise stays pending: the kernel's buffers too are full.
       let stuck: Promise<void> | undefined;
       let waits = 0;
       for (let i = 0; i < 4000 && !stuck; i++) {
-        const full = writeFrame(res, frame);
+        const full = writeFrame(out, frame);
         if (!full) continue;
         waits++;
         const drained = await Promise.race([full.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 200))]);
@@ -356,13 +357,13 @@ describe('unit: SSE frames of one tick leave together, frames of a later tick at
     let endCalledAt = 0;
     const server = http.createServer((req, res) => {
       req.resume();
-      startSse(res, { 'X-Test': '1' });
-      for (let i = 0; i < 24; i++) writeFrame(res, frame(i));
+      const out = startSse(res, { 'X-Test': '1' });
+      for (let i = 0; i < 24; i++) writeFrame(out, frame(i));
       setTimeout(() => {
-        writeFrame(res, frame(24));
+        writeFrame(out, frame(24));
         // over JOIN_LIMIT in one tick: written in parts as the limit is reached, nothing lost or reordered
-        for (let i = 25; i < 25 + 200; i++) writeFrame(res, frame(i));
-        setTimeout(() => { endCalledAt = Date.now(); endSse(res); }, 80);
+        for (let i = 25; i < 25 + 200; i++) writeFrame(out, frame(i));
+        setTimeout(() => { endCalledAt = Date.now(); endSse(out); }, 80);
       }, 80);
     }).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -396,6 +397,39 @@ describe('unit: SSE frames of one tick leave together, frames of a later tick at
       expect(chunks.length, 'the second tick (~25 KB) in parts of at most ~16 KB').to.be.within(3, 4);
       for (const c of chunks) expect(c.length).to.be.lessThan(16 * 1024 + frame(0).length);
       expect(endCalledAt - lateAt, 'the later tick\'s frames left at its end, not with the end of the stream').to.be.greaterThan(40);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('unit: SSE frames said to be ASCII are written as latin1, the others as UTF-8', () => {
+  it('a tick of ASCII frames, a tick mixing in a frame with letters past ASCII, and the end: the body is every frame\'s UTF-8, in order', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const ascii = (i: number) => `data: {"n":${i}}\n\n`;
+    const wide = 'data: {"text":"héllo → 世界 🎉"}\n\n';
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const out = startSse(res, {});
+      for (let i = 0; i < 3; i++) writeFrame(out, ascii(i), true);
+      setTimeout(() => {
+        writeFrame(out, ascii(3), true);
+        writeFrame(out, wide); // not said to be ASCII: the whole tick goes as UTF-8
+        writeFrame(out, ascii(4), true);
+        setTimeout(() => {
+          writeFrame(out, ascii(5), true);
+          endSse(out);
+        }, 20);
+      }, 20);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}/`);
+      const body = Buffer.from(await res.arrayBuffer());
+      const want = [ascii(0), ascii(1), ascii(2), ascii(3), wide, ascii(4), ascii(5)].join('');
+      expect(body.equals(Buffer.from(want, 'utf8'))).to.equal(true);
+      expect(body.toString('utf8')).to.equal(want);
     } finally {
       await new Promise((r) => server.close(r));
     }
