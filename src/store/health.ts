@@ -139,13 +139,19 @@ export async function pruneHealth(db: Kysely<Database>, historyBefore: number, b
   return { history, buckets };
 }
 
-/** A flush of health observations on SQLite, as prepared statements in the group commit (PostgreSQL's: src/store/pg-records.ts). */
-function writeHealthSqlite(batch: SqliteWriteBatch, folds: HealthFold[], observations: HealthObservation[]): void {
-  const upsert = batch.statement(`insert into model_health (gateway, model, provider, calls, successes, errors, total_latency_ms,
+/**
+ * The SQL texts made once: a text built per flush is a new string, hashed and compared in full to find its prepared
+ * statement (src/store/sqlite-batch.ts `statement`).
+ */
+const HEALTH_UPSERT_SQLITE = `insert into model_health (gateway, model, provider, calls, successes, errors, total_latency_ms,
       consecutive_failures, last_status, last_error, last_latency_ms, last_checked, last_success, last_failure)
     values (@gateway, @model, @provider, @calls, @successes, @errors, @total_latency_ms, @consecutive_failures, @last_status,
       @last_error, @last_latency_ms, @last_checked, @last_success, @last_failure)
-    ${HEALTH_ON_CONFLICT}`);
+    ${HEALTH_ON_CONFLICT}`;
+
+/** A flush of health observations on SQLite, as prepared statements in the group commit (PostgreSQL's: src/store/pg-records.ts). */
+function writeHealthSqlite(batch: SqliteWriteBatch, folds: HealthFold[], observations: HealthObservation[]): void {
+  const upsert = batch.statement(HEALTH_UPSERT_SQLITE);
   for (const f of folds) {
     upsert.run({
       gateway: f.gateway, model: f.model, provider: f.provider, calls: f.calls, successes: f.successes, errors: f.errors,

@@ -108,20 +108,32 @@ export const BUCKETS_ON_CONFLICT = `on conflict (gateway, model, bucket) do upda
  * PostgreSQL's is set-based: src/store/pg-records.ts.
  */
 export function writeUsageSqlite(batch: SqliteWriteBatch, records: UsageRecord[], d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): void {
-  const insert = batch.statement(`insert into usage_records (${USAGE_COLUMNS.join(', ')}) values (${marks(USAGE_COLUMNS.length)})`);
+  const insert = batch.statement(SQLITE_TEXTS.usage);
   for (const r of records) insert.run(USAGE_COLUMNS.map((c) => (r as Record<string, unknown>)[c] ?? null));
-  const rollup = batch.statement(`insert into usage_rollup (${[...ROLLUP_KEY, ...SUM_COLUMNS].join(', ')}) values (${marks(ROLLUP_KEY.length + SUM_COLUMNS.length)})
-    ${ROLLUP_ON_CONFLICT}`);
-  for (const row of d.rollup) rollup.run([...ROLLUP_KEY, ...SUM_COLUMNS].map((c) => row[c]));
-  const seen = batch.statement(`insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at) values (?, ?, ?, ?)
-    ${SEEN_ON_CONFLICT}`);
+  const rollup = batch.statement(SQLITE_TEXTS.rollup);
+  for (const row of d.rollup) rollup.run(ROLLUP_COLUMNS.map((c) => row[c]));
+  const seen = batch.statement(SQLITE_TEXTS.seen);
   for (const s of d.seen) seen.run(s.scope_gateway, s.scope_model, s.user_id, s.last_at);
 }
 
+const ROLLUP_COLUMNS = [...ROLLUP_KEY, ...SUM_COLUMNS] as const;
+/**
+ * The flushes' SQL texts, made once: a text built per flush is a new string, hashed and compared in full to find its
+ * prepared statement (src/store/sqlite-batch.ts `statement`).
+ */
+const SQLITE_TEXTS = {
+  usage: `insert into usage_records (${USAGE_COLUMNS.join(', ')}) values (${marks(USAGE_COLUMNS.length)})`,
+  rollup: `insert into usage_rollup (${ROLLUP_COLUMNS.join(', ')}) values (${marks(ROLLUP_COLUMNS.length)})
+    ${ROLLUP_ON_CONFLICT}`,
+  seen: `insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at) values (?, ?, ?, ?)
+    ${SEEN_ON_CONFLICT}`,
+  buckets: `insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n) values (?, ?, ?, ?, ?, ?, ?)
+    ${BUCKETS_ON_CONFLICT}`,
+};
+
 /** The 5-minute health buckets' upsert for SQLite's group commit. */
 export function writeHealthBucketsSqlite(batch: SqliteWriteBatch, rows: ModelHealthBucketsTable[]): void {
-  const up = batch.statement(`insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n) values (?, ?, ?, ?, ?, ?, ?)
-    ${BUCKETS_ON_CONFLICT}`);
+  const up = batch.statement(SQLITE_TEXTS.buckets);
   for (const b of rows) up.run(b.gateway, b.model, b.bucket, b.calls, b.successes, b.latency_sum, b.latency_n);
 }
 
