@@ -85,6 +85,7 @@ export class SqliteWriteBatch {
   private queue: Op[] = [];
   private scheduled = false;
   private readonly statements = new Map<string, SQLite.Statement>();
+  private readonly plucked = new Map<string, SQLite.Statement>();
   private readonly checkpoints: Required<WriteBatchOptions>;
   private lastCheckpoint = -Infinity;
   /** Writes committed since the last checkpoint: a stand-in for the WAL frames it would copy. */
@@ -114,6 +115,13 @@ export class SqliteWriteBatch {
   statement(sqlText: string): SQLite.Statement {
     let s = this.statements.get(sqlText);
     if (!s) this.statements.set(sqlText, (s = this.raw.prepare(sqlText)));
+    return s;
+  }
+
+  /** The same for a query whose `get` answers its first column's value (better-sqlite3's `pluck`): no row object. */
+  value(sqlText: string): SQLite.Statement {
+    let s = this.plucked.get(sqlText);
+    if (!s) this.plucked.set(sqlText, (s = this.raw.prepare(sqlText).pluck()));
     return s;
   }
 
