@@ -29,7 +29,7 @@ export const createMessage: Handler = async (ctx) => {
   try {
     // As `for await` over the events, without its promises per event (EngineEvents.consume).
     await stream.events.consume((ev) => {
-      const full = writeFrame(out, writer.write(ev));
+      const full = writeFrame(out, writer.write(ev), writer.ascii);
       if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
       return abort.signal.aborted ? STOP : undefined;
     });

@@ -6,6 +6,7 @@
 import { randomHex } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { sseData } from '../stream/sse.js';
+import { asciiString, jsonIndex, jsonString } from './json-text.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, StreamEvent, ToolChoice, Usage } from '../engine/types.js';
 
 type Block = Record<string, any>;
@@ -131,8 +132,21 @@ export class AnthropicEventWriter {
   private finish: FinishReason = 'stop';
   private stopSequence: string | null = null;
   private usage: Usage | null = null;
+  /** The frames of the last `write` are ASCII only (false when not known): src/engine/respond.ts. */
+  ascii = false;
 
   constructor(private readonly model: string) {}
+
+  /**
+   * A text delta in the open text block: the bytes `ev('content_block_delta', …)` gives, without JSON.stringify's
+   * call into V8's runtime (src/wire/json-text.ts), as the OpenAI writer's text deltas.
+   */
+  private textDelta(text: string): string {
+    let literal = asciiString(text);
+    this.ascii = literal !== undefined;
+    literal ??= jsonString(text);
+    return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${jsonIndex(this.blockIndex)},"delta":{"type":"text_delta","text":${literal}}}\n\n`;
+  }
 
   private ev(name: string, data: Record<string, unknown>): string {
     return sseData(JSON.stringify({ type: name, ...data }), name);
@@ -152,6 +166,7 @@ export class AnthropicEventWriter {
   }
 
   write(e: StreamEvent): string {
+    this.ascii = false; // a text delta says better
     if (e.type === 'anthropic_raw') {
       this.raw = true;
       // Forwarded as it came, except that the message names the catalog model (as a translated stream does).
@@ -167,8 +182,8 @@ export class AnthropicEventWriter {
           content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } } }) + this.ev('ping', {});
       case 'text': {
         if (e.index !== 0) return '';
-        const pre = this.open?.kind === 'text' ? '' : this.startBlock('text', { type: 'text', text: '' });
-        return pre + this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'text_delta', text: e.text } });
+        if (this.open?.kind === 'text') return this.textDelta(e.text);
+        return this.startBlock('text', { type: 'text', text: '' }) + this.ev('content_block_delta', { index: this.blockIndex, delta: { type: 'text_delta', text: e.text } });
       }
       case 'thinking': {
         if (e.index !== 0) return '';

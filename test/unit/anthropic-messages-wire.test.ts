@@ -52,6 +52,24 @@ describe('unit: Anthropic Messages wire', () => {
     });
   });
 
+  it('text deltas in an open block are the bytes of the generic event (no JSON.stringify), said ASCII only when they are', () => {
+    const w = new AnthropicEventWriter('dev/model');
+    const generic = (index: number, text: string) => `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index, delta: { type: 'text_delta', text } })}\n\n`;
+    w.write({ type: 'start', id: 'u', model: 'm' });
+    expect(w.ascii, 'message_start names the model: not known').to.equal(false);
+    const first = w.write({ type: 'text', index: 0, text: 'Hi' });
+    expect(first.endsWith(generic(0, 'Hi'))).to.equal(true);
+    expect(w.ascii, 'with the block\'s start: not known').to.equal(false);
+    for (const text of [' plain', 'café', 'say "hi"', 'line\nbreak', '😀', 'lone \ud800', 'x'.repeat(300)]) {
+      expect(w.write({ type: 'text', index: 0, text }), JSON.stringify(text)).to.equal(generic(0, text));
+      expect(w.ascii, JSON.stringify(text)).to.equal(text === ' plain');
+    }
+    w.write({ type: 'tool_call_start', index: 0, toolIndex: 0, id: 't', name: 'f' });
+    const again = w.write({ type: 'text', index: 0, text: 'after' });
+    expect(again.endsWith(generic(2, 'after')), 'a new text block after the tool use: index 2').to.equal(true);
+    expect(w.write({ type: 'text', index: 0, text: 'more' })).to.equal(generic(2, 'more'));
+  });
+
   it('native events are forwarded as they came, only message_start names the catalog model; the writer adds no end', () => {
     const w = new AnthropicEventWriter('dev/model');
     const start = w.write({ type: 'anthropic_raw', event: 'message_start', data: { type: 'message_start', message: { id: 'msg_1', model: 'claude-x', usage: { input_tokens: 3 } } } });
