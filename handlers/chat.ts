@@ -2,7 +2,7 @@
 import type { Handler, HandlerCtx } from '../src/app.js';
 import { ApiError, forbidden, notFound } from '../src/errors.js';
 import { parseChatRequest } from '../src/wire/openai-chat.js';
-import { toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
+import { completionJson, toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
 import { gatewayUsage, clientError, STOP, type Served } from '../src/engine/chat.js';
 import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
 import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
@@ -76,7 +76,8 @@ export const createChatCompletion: Handler = async (ctx) => {
   if (!req.stream) {
     const { result, served } = await engine.complete(req, call);
     await saveTurn(ctx, session, userText, result.choices[0]?.content ?? '', served);
-    return { body: toCompletion(result, served.offer.modelId, gatewayUsage(served)), headers: servedHeaders(served) };
+    const body = toCompletion(result, served.offer.modelId, gatewayUsage(served));
+    return { body, text: completionJson(body), headers: servedHeaders(served) };
   }
 
   const stream = await engine.stream(req, call);

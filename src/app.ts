@@ -254,7 +254,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
         if (!reply || res.headersSent) return;
         const status = reply.status ?? 200;
         if (config.validateResponses) checkResponse(api, op, status, reply.body, logger);
-        sendJson(res, status, reply.body, reply.headers, req);
+        sendJson(res, status, reply.body, reply.headers, req, reply.text);
       } catch (err) {
         if (config.validateResponses && err instanceof ApiError && !(err instanceof ValidationFailure)) {
           checkResponse(api, op, err.status, errorBody(err, locals.requestId, errorStyleFor(pathOf(req.url))), logger);

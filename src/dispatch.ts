@@ -40,6 +40,8 @@ export interface Reply {
   status?: number;
   body: unknown;
   headers?: Record<string, string>;
+  /** `body` as JSON text, when the handler made it (it must be JSON.stringify(body)'s output): sent in its place. */
+  text?: string;
 }
 
 export const localsOf = (res: ServerResponse): Locals => (res as GatewayResponse).locals;
@@ -61,9 +63,9 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * A JSON answer: the body serialised once, its length known. With the request, a GET 200 also carries a weak ETag
  * of its body (as Express gave one), and a client polling with a matching If-None-Match gets a bodiless 304.
  */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage, json?: string): void {
   // A large body is encoded once here (src/utf8.ts), and its length and tag read from the bytes.
-  const text = encodeUtf8(JSON.stringify(body));
+  const text = encodeUtf8(json ?? JSON.stringify(body));
   // One list for writeHead (src/head.ts: with the queued headers, one call instead of a setHeader each).
   const head: Array<string | number> = [];
   let typed = false;

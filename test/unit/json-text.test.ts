@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { asciiString, isAscii, jsonIndex, jsonString } from '../../src/wire/json-text.js';
-import { OpenAIChunkWriter } from '../../src/wire/openai-stream.js';
+import { OpenAIChunkWriter, completionJson, toCompletion } from '../../src/wire/openai-stream.js';
+import type { ChatResult } from '../../src/engine/types.js';
 
 /** src/wire/json-text.ts: the stream writer's serialisation of a text delta must be JSON.stringify's, exactly. */
 describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call for plain values)', () => {
@@ -56,6 +57,43 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
     expect(named.ascii, 'a model id with a letter past ASCII in every frame').to.equal(false);
     named.write({ type: 'text', index: 0, text: 'plain' });
     expect(named.ascii).to.equal(false);
+  });
+
+  it('completionJson: JSON.stringify\'s text for every completion, written by hand for the usual ones', () => {
+    const usage = { promptTokens: 12, completionTokens: 7, cachedTokens: 3, cacheWriteTokens: 0, reasoningTokens: 1 };
+    const result = (over: Partial<ChatResult>, choice: Partial<ChatResult['choices'][number]> = {}): ChatResult => ({
+      id: 'abc', model: 'm', created: 1_700_000_000, usage, choices: [{ index: 0, content: 'Hello there.', finishReason: 'stop', ...choice }], ...over,
+    });
+    const gateway = { gateway: 'dev', provider: 'acme', model: 'm-1', cost_usd: 0.000123, input_cost_usd: 1e-7, output_cost_usd: 0, latency_ms: 12.5,
+      time_to_first_token_ms: null, attempts: 1, cached: false };
+    const cases: ChatResult[] = [
+      result({}),
+      result({ id: 'chatcmpl-x', systemFingerprint: 'fp_1' }),
+      result({}, { content: 'café "quoted" \\ line\nbreak 😀 \ud800 lone' }),
+      result({}, { content: 'x'.repeat(5000) }),
+      result({}, { content: '', finishReason: 'length', refusal: 'no' }),
+      result({ choices: [{ index: 0, content: 'a', finishReason: 'stop' }, { index: 1, content: 'b', finishReason: 'length' }] }),
+      result({}, { content: null, toolCalls: [{ id: 't', name: 'f', arguments: '{"a":1}' }], finishReason: 'tool_calls' }),
+      result({}, { logprobs: { content: [] } as never }),
+      result({ usage: { ...usage, promptTokens: NaN } }),
+      result({ created: 1.5 }),
+    ];
+    for (const r of cases) {
+      for (const gu of [gateway, {}, { note: 'ünïcode' }]) {
+        const c = toCompletion(r, 'dev/modèle', gu);
+        expect(completionJson(c), JSON.stringify(r).slice(0, 80)).to.equal(JSON.stringify(c));
+      }
+    }
+    // The usual ones are written by hand: JSON.stringify is called for the gateway_usage object only.
+    const stringify = JSON.stringify;
+    let calls = 0;
+    JSON.stringify = ((...args: Parameters<typeof stringify>) => { calls++; return stringify(...args); }) as typeof stringify;
+    try {
+      for (const r of cases.slice(0, 3)) completionJson(toCompletion(r, 'dev/m', gateway));
+    } finally {
+      JSON.stringify = stringify;
+    }
+    expect(calls).to.equal(4); // three gateway_usage objects, and the third case's lone surrogate through JSON.stringify
   });
 
   it('an index: JSON.stringify\'s output', () => {
