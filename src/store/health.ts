@@ -140,7 +140,7 @@ export async function pruneHealth(db: Kysely<Database>, historyBefore: number, b
 }
 
 /**
- * The SQL texts made once: a text built per flush is a new string, hashed and compared in full to find its prepared
+ * The SQL text made once: a text built per flush is a new string, hashed and compared in full to find its prepared
  * statement (src/store/sqlite-batch.ts `statement`).
  */
 const HEALTH_UPSERT_SQLITE = `insert into model_health (gateway, model, provider, calls, successes, errors, total_latency_ms,
