@@ -108,8 +108,15 @@ export class SseParser {
           start = cr + 1;
         }
       }
-      const ev = this.takeLine(buf.slice(from, end));
-      if (ev) out.push(ev);
+      // A `data: ` line (the most of a stream) is taken as it is: its value after the prefix, without the line's slice,
+      // the colon's search and the field's and the value's slices that the general rule makes (the same value).
+      if (end - from > 6 && buf.charCodeAt(from) === 100 && buf.startsWith('data: ', from)) {
+        const value = buf.slice(from + 6, end);
+        this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+      } else {
+        const ev = this.takeLine(buf.slice(from, end));
+        if (ev) out.push(ev);
+      }
       if (lf !== -1 && lf < start) lf = buf.indexOf('\n', start);
       if (cr !== -1 && cr < start) cr = buf.indexOf('\r', start);
     }

@@ -45,6 +45,14 @@ describe('unit: SSE reader', () => {
     for (const size of [1, 2, 4, bytes.length]) expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(want);
   });
 
+  it('a data field\'s value: one leading space dropped, however the line is written (the `data: ` lines\' shortcut included)', async () => {
+    const lines = 'data: a\ndata:b\ndata:  c\ndata: \ndata\ndata:\ndata: d: e\n\ndata: \n\ndata:  \n\n';
+    const want = [{ event: undefined, data: 'a\nb\n c\n\n\n\nd: e' }, { event: undefined, data: '' }, { event: undefined, data: ' ' }];
+    expect(await collect([lines])).to.deep.equal(want);
+    const bytes = new TextEncoder().encode(lines);
+    for (const size of [1, 3, 7]) expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(want);
+  });
+
   it('treats a lone CR as a line end', async () => {
     expect(await collect(['data: x\r\rdata: y\r', '\r'])).to.deep.equal([{ event: undefined, data: 'x' }, { event: undefined, data: 'y' }]);
   });
