@@ -6,7 +6,7 @@
 import { randomHex } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { sseData } from '../stream/sse.js';
-import { asciiString, jsonIndex, jsonString } from './json-text.js';
+import { PLAIN_ASCII, jsonIndex, literalOf, textKind } from './json-text.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, StreamEvent, ToolChoice, Usage } from '../engine/types.js';
 
 type Block = Record<string, any>;
@@ -142,10 +142,9 @@ export class AnthropicEventWriter {
    * call into V8's runtime (src/wire/json-text.ts), as the OpenAI writer's text deltas.
    */
   private textDelta(text: string): string {
-    let literal = asciiString(text);
-    this.ascii = literal !== undefined;
-    literal ??= jsonString(text);
-    return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${jsonIndex(this.blockIndex)},"delta":{"type":"text_delta","text":${literal}}}\n\n`;
+    const kind = textKind(text);
+    this.ascii = kind === PLAIN_ASCII;
+    return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${jsonIndex(this.blockIndex)},"delta":{"type":"text_delta","text":${literalOf(text, kind)}}}\n\n`;
   }
 
   private ev(name: string, data: Record<string, unknown>): string {

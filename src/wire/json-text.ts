@@ -9,29 +9,36 @@
 /** Strings longer than this go to JSON.stringify at once (its scan is faster than a loop over many characters). */
 const SCAN_LIMIT = 256;
 
-export function jsonString(text: string): string {
-  if (text.length > SCAN_LIMIT) return JSON.stringify(text);
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    // a control character, '"', '\\', or half of a surrogate pair (JSON.stringify escapes a lone one)
-    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(text);
-  }
-  return `"${text}"`;
-}
+/** What `textKind` finds: nothing to escape and only ASCII; nothing to escape; something for JSON.stringify. */
+export const PLAIN_ASCII = 0;
+export const PLAIN = 1;
+export const STRINGIFY = 2;
+export type TextKind = typeof PLAIN_ASCII | typeof PLAIN | typeof STRINGIFY;
 
 /**
- * The same literal as `jsonString`, or undefined when `text` is not one the writer can call ASCII: longer than the
- * scan's limit, or holding anything past 0x7f or anything `jsonString` would escape. A frame made only of such
- * literals and ASCII parts is written to the socket as latin1 (src/engine/respond.ts: no UTF-8 length scan and
- * encoding of the tick's frames).
+ * One scan of `text`: STRINGIFY when it is longer than the scan's limit or holds a control character, a quote, a
+ * backslash or half of a surrogate pair (JSON.stringify escapes a lone one); else PLAIN_ASCII when every character is
+ * up to 0x7f (a frame made only of such literals and ASCII parts is written to the socket as latin1:
+ * src/engine/respond.ts), else PLAIN.
  */
-export function asciiString(text: string): string | undefined {
-  if (text.length > SCAN_LIMIT) return undefined;
+export function textKind(text: string): TextKind {
+  if (text.length > SCAN_LIMIT) return STRINGIFY;
+  let wide = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7f) return undefined;
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return STRINGIFY;
+    if (c > 0x7f) wide = true;
   }
-  return `"${text}"`;
+  return wide ? PLAIN : PLAIN_ASCII;
+}
+
+/** `text`'s literal, given its kind. */
+export function literalOf(text: string, kind: TextKind): string {
+  return kind === STRINGIFY ? JSON.stringify(text) : `"${text}"`;
+}
+
+export function jsonString(text: string): string {
+  return literalOf(text, textKind(text));
 }
 
 /** Only characters up to 0x7f. */

@@ -6,7 +6,7 @@
  */
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
-import { asciiString, isAscii, jsonIndex, jsonString } from './json-text.js';
+import { PLAIN_ASCII, isAscii, jsonIndex, jsonString, literalOf, textKind } from './json-text.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -95,10 +95,9 @@ export class OpenAIChunkWriter {
 
   /** A text delta after the role went out: the same bytes as chunk(), with only the text serialised. */
   private text(index: number, text: string): string {
-    let literal = asciiString(text);
-    this.ascii = this.prefixAscii && literal !== undefined;
-    literal ??= jsonString(text);
-    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${literal}},"finish_reason":null,"logprobs":null}]}\n\n`;
+    const kind = textKind(text);
+    this.ascii = this.prefixAscii && kind === PLAIN_ASCII;
+    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${literalOf(text, kind)}},"finish_reason":null,"logprobs":null}]}\n\n`;
   }
 
   /** The role's frame (the stream's first): the same bytes as delta(0, { content: '' }), without a JSON.stringify. */

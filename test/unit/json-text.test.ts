@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { asciiString, isAscii, jsonIndex, jsonString } from '../../src/wire/json-text.js';
+import { PLAIN, PLAIN_ASCII, STRINGIFY, isAscii, jsonIndex, jsonString, literalOf, textKind } from '../../src/wire/json-text.js';
 import { OpenAIChunkWriter, completionJson, toCompletion } from '../../src/wire/openai-stream.js';
 import type { ChatResult } from '../../src/engine/types.js';
 
@@ -24,10 +24,17 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
     }
   });
 
-  it('asciiString: JSON.stringify\'s literal for short text of ASCII with nothing to escape, undefined for anything else', () => {
-    for (const s of ['', 'Hi', ' hello, world.', '\u007f', '</script>', 'x'.repeat(256)]) expect(asciiString(s), s).to.equal(JSON.stringify(s));
-    for (const s of ['say "hi"', 'back\\slash', 'line\nbreak', '\u0000', 'café', 'ÿ', '\u0080', '€', '😀', 'lone \ud800', 'x'.repeat(257)]) {
-      expect(asciiString(s), JSON.stringify(s)).to.equal(undefined);
+  it('textKind: ASCII only with nothing to escape, plain, or for JSON.stringify; literalOf gives JSON.stringify\'s literal for each', () => {
+    const kinds: Array<[number, string[]]> = [
+      [PLAIN_ASCII, ['', 'Hi', ' hello, world.', '\u007f', '</script>', 'x'.repeat(256)]],
+      [PLAIN, ['café', 'ÿ', '\u0080', '€', 'naïve', '\u2028']],
+      [STRINGIFY, ['say "hi"', 'back\\slash', 'line\nbreak', '\u0000', '😀', 'lone \ud800', 'x'.repeat(257), 'é'.repeat(257)]],
+    ];
+    for (const [kind, texts] of kinds) {
+      for (const s of texts) {
+        expect(textKind(s), JSON.stringify(s)).to.equal(kind);
+        expect(literalOf(s, textKind(s)), JSON.stringify(s)).to.equal(JSON.stringify(s));
+      }
     }
     expect(isAscii('data: {"a":"\u007f"}\n\n')).to.equal(true);
     expect(isAscii('data: é')).to.equal(false);
