@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import { healthBucketDeltas, writeHealthBucketsSqlite } from './rollups.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
+import { KeyedRows } from './keyed-rows.js';
 import { writeHealthPg, type RecordWriter } from './pg-records.js';
 
 export interface HealthObservation {
@@ -72,14 +73,14 @@ export class HealthRepo {
   /** Applies a batch of observations (the recorder batches them off the request path). */
   async record(batch: HealthObservation[]): Promise<void> {
     if (!batch.length) return;
-    const byPair = new Map<string, HealthObservation[]>();
+    const byPair = new KeyedRows<HealthObservation[]>();
     for (const o of batch) {
-      const k = `${o.gateway}\u0000${o.model}`;
-      const list = byPair.get(k);
-      if (list) list.push(o); else byPair.set(k, [o]);
+      const parts = [o.gateway, o.model];
+      const list = byPair.get(parts);
+      if (list) list.push(o); else byPair.add(parts, [o]);
     }
     // one upsert per pair, in key order (concurrent PostgreSQL writers then lock rows in one order)
-    const folds = [...byPair.keys()].sort().map((k) => fold(byPair.get(k)!));
+    const folds = byPair.sorted().map(fold);
     const { writer } = this;
     if ('batch' in writer) return writer.batch.run(() => writeHealthSqlite(writer.batch, folds, batch));
     return writeHealthPg(writer.pool, folds, batch, healthBucketDeltas(batch));

@@ -10,6 +10,7 @@ import type { Database, ModelHealthBucketsTable, UsageRollupTable, UsageUserSeen
 import type { UsageRecord } from './usage.js';
 import type { HealthObservation } from './health.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
+import { KeyedRows } from './keyed-rows.js';
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
@@ -63,30 +64,27 @@ function addTo(row: UsageRollupTable, r: UsageRecord): void {
 }
 
 export function usageDeltas(records: UsageRecord[]): { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] } {
-  const rollup = new Map<string, UsageRollupTable>();
-  const seen = new Map<string, UsageUserSeenTable>();
+  // rows found by their key's parts (src/store/keyed-rows.ts), sorted by the key as a string
+  const rollup = new KeyedRows<UsageRollupTable>();
+  const seen = new KeyedRows<UsageUserSeenTable>();
   for (const r of records) {
     for (const [grain, span] of GRAINS) {
       const period = r.created_at - (r.created_at % span);
-      const key = `${grain}\u0000${period}\u0000${r.gateway}\u0000${r.provider}\u0000${r.model}`;
-      let row = rollup.get(key);
-      if (!row) {
-        row = { grain, period, gateway: r.gateway, provider: r.provider, model: r.model, requests: 0, successes: 0, failures: 0,
-          prompt_tokens: 0, completion_tokens: 0, cost_nano: 0, latency_sum: 0, ttft_sum: 0, ttft_n: 0, tps_sum: 0, tps_n: 0 };
-        rollup.set(key, row);
-      }
+      const parts = [grain, period, r.gateway, r.provider, r.model];
+      const row = rollup.get(parts) ?? rollup.add(parts, { grain, period, gateway: r.gateway, provider: r.provider, model: r.model,
+        requests: 0, successes: 0, failures: 0, prompt_tokens: 0, completion_tokens: 0, cost_nano: 0, latency_sum: 0, ttft_sum: 0,
+        ttft_n: 0, tps_sum: 0, tps_n: 0 });
       addTo(row, r);
     }
     if (r.user_id == null) continue;
     for (const [g, m] of [['', ''], [r.gateway, ''], ['', r.model], [r.gateway, r.model]]) {
-      const k = `${g}\u0000${m}\u0000${r.user_id}`;
-      const s = seen.get(k);
-      if (!s) seen.set(k, { scope_gateway: g, scope_model: m, user_id: r.user_id, last_at: r.created_at });
+      const parts = [g, m, r.user_id];
+      const s = seen.get(parts);
+      if (!s) seen.add(parts, { scope_gateway: g, scope_model: m, user_id: r.user_id, last_at: r.created_at });
       else if (r.created_at > s.last_at) s.last_at = r.created_at;
     }
   }
-  const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-  return { rollup: sorted(rollup), seen: sorted(seen) };
+  return { rollup: rollup.sorted(), seen: seen.sorted() };
 }
 
 export const USAGE_COLUMNS = ['request_id', 'user_id', 'key_id', 'endpoint', 'gateway', 'provider', 'model', 'status', 'error_class', 'http_status',
@@ -160,17 +158,16 @@ export async function rebuildUsageRollups(db: Db): Promise<void> {
 }
 
 export function healthBucketDeltas(batch: HealthObservation[]): ModelHealthBucketsTable[] {
-  const out = new Map<string, ModelHealthBucketsTable>();
+  const out = new KeyedRows<ModelHealthBucketsTable>();
   for (const o of batch) {
     const bucket = o.ts - (o.ts % BUCKET_MS);
-    const key = `${o.gateway}\u0000${o.model}\u0000${bucket}`;
-    let b = out.get(key);
-    if (!b) out.set(key, (b = { gateway: o.gateway, model: o.model, bucket, calls: 0, successes: 0, latency_sum: 0, latency_n: 0 }));
+    const parts = [o.gateway, o.model, bucket];
+    const b = out.get(parts) ?? out.add(parts, { gateway: o.gateway, model: o.model, bucket, calls: 0, successes: 0, latency_sum: 0, latency_n: 0 });
     b.calls += 1;
     b.successes += o.ok ? 1 : 0;
     if (o.latencyMs != null) { b.latency_sum += o.latencyMs; b.latency_n += 1; }
   }
-  return [...out.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  return out.sorted();
 }
 
 export async function rebuildHealthBuckets(db: Db): Promise<void> {
