@@ -41,9 +41,14 @@ const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 /** Concurrency lease ids: unique across instances (a random prefix per process) without a UUID per request. */
 const LEASE_PREFIX = `${crypto.randomUUID()}:`;
 let leaseSeq = 0;
+/** A key's names in the backend (its window of tokens, of requests, and its leases'). */
+interface KeyNames { key: string; tpm: string; rpm: string }
+/** Names kept for at most this many keys (then forgotten all at once and made again as they come). */
+const MAX_NAMES = 10_000;
 
 export class RateLimiter {
   private overrides = new Map<number, { limits: RateLimitDefaults; at: number }>();
+  private readonly names = new Map<number, KeyNames>();
   /** Live concurrency leases of this process, per backend key, renewed so they outlive long streams. */
   private leases = new Map<string, Set<string>>();
   private timer: NodeJS.Timeout | undefined;
@@ -129,13 +134,13 @@ export class RateLimiter {
     if (!principal || principal.admin) return null;
     const limits = this.limitsFor(principal.keyId);
     const lim = limits instanceof Promise ? await limits : limits;
-    const key = `k${principal.keyId}`;
+    const { key, tpm, rpm } = this.namesOf(principal.keyId);
     const now = this.now();
     let lease: string | undefined;
     try {
       let tokens: WindowCount | undefined;
       if (lim.tokensPerMinute > 0) {
-        const read = this.backend.read(`${key}:tpm`, now);
+        const read = this.backend.read(tpm, now);
         tokens = read instanceof Promise ? await read : read;
         if (tokens.count >= lim.tokensPerMinute) {
           throw limited('tokens', `Token rate limit of ${lim.tokensPerMinute} tokens per minute reached for this key.`, tokens.resetMs,
@@ -153,7 +158,7 @@ export class RateLimiter {
       }
       let requests: WindowCount | undefined;
       if (lim.requestsPerMinute > 0) {
-        const taken = this.backend.take(`${key}:rpm`, lim.requestsPerMinute, now);
+        const taken = this.backend.take(rpm, lim.requestsPerMinute, now);
         requests = taken instanceof Promise ? await taken : taken;
         if (!requests.allowed) {
           throw limited('requests', `Rate limit of ${lim.requestsPerMinute} requests per minute reached for this key.`, requests.resetMs,
@@ -192,8 +197,22 @@ export class RateLimiter {
     for (const r of records) {
       const n = (r.prompt_tokens ?? 0) + (r.completion_tokens ?? 0);
       if (!r.key_id || n <= 0) continue;
-      this.backend.add(`k${r.key_id}:tpm`, n, now).catch(this.warn);
+      this.backend.add(this.namesOf(r.key_id).tpm, n, now).catch(this.warn);
     }
+  }
+
+  /**
+   * A key's names in the backend, made once per key: built per request they were fresh strings, hashed anew by every
+   * Map they were looked up in (docs/PERFORMANCE.md, session 31).
+   */
+  private namesOf(keyId: number): KeyNames {
+    let names = this.names.get(keyId);
+    if (!names) {
+      if (this.names.size >= MAX_NAMES) this.names.clear();
+      const key = `k${keyId}`;
+      this.names.set(keyId, (names = { key, tpm: `${key}:tpm`, rpm: `${key}:rpm` }));
+    }
+    return names;
   }
 
   private track(key: string, lease: string) {
