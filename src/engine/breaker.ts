@@ -43,7 +43,11 @@ export class Breakers implements CircuitBreakers {
     return `${gateway}\u0000${model}`;
   }
 
+  // Only failing pairs have an entry (a success deletes it): while none fails, the checks every request makes (allow,
+  // success) build no key string (a fresh one, hashed by the lookup: docs/PERFORMANCE.md, session 31).
+
   state(gateway: string, model: string): BreakerState {
+    if (this.entries.size === 0) return 'closed';
     const e = this.entries.get(this.key(gateway, model));
     if (!e) return 'closed';
     if (e.state === 'open' && this.now() - e.openedAt >= this.cooldownMs) return 'half_open';
@@ -52,6 +56,7 @@ export class Breakers implements CircuitBreakers {
 
   /** May a call go to this (gateway, model) now? Claims the half-open trial when it is one. */
   allow(gateway: string, model: string): boolean {
+    if (this.entries.size === 0) return true;
     const e = this.entries.get(this.key(gateway, model));
     if (!e || e.state === 'closed') return true;
     if (this.state(gateway, model) === 'half_open' && !e.trialInFlight) {
@@ -63,7 +68,7 @@ export class Breakers implements CircuitBreakers {
   }
 
   success(gateway: string, model: string): void {
-    this.entries.delete(this.key(gateway, model));
+    if (this.entries.size !== 0) this.entries.delete(this.key(gateway, model));
   }
 
   failure(gateway: string, model: string): void {

@@ -28,6 +28,8 @@ describe('unit: breaker', () => {
     b.failure('g', 'm');
     expect(b.state('g', 'm')).to.equal('open');
     expect(b.allow('g', 'm')).to.equal(false);
+    // another pair's breaker is its own, while this one is open
+    expect([b.allow('g', 'other'), b.state('g', 'other'), b.allow('other', 'm')]).to.deep.equal([true, 'closed', true]);
     now = 1000;
     expect(b.state('g', 'm')).to.equal('half_open');
     expect(b.allow('g', 'm')).to.equal(true);
