@@ -404,12 +404,19 @@ for (const dialect of DIALECTS) {
 
     it('usage and health: batched writes are stored exactly', async () => {
       const rid = crypto.randomUUID();
-      await store.usage.insertMany([{ request_id: rid, user_id: 1, key_id: 1, endpoint: 'chat', gateway: 'g', provider: 'p', model: 'm',
-        status: 'success', error_class: null, http_status: 200, prompt_tokens: 10, completion_tokens: 5, cached_tokens: 0,
-        cost_nano: 1234, latency_ms: 42, ttft_ms: 7, created_at: Date.now() }]);
+      const at = Date.now();
+      // a value of its own in every column: a column written in another's place shows
+      const written = { request_id: rid, user_id: 1, key_id: 2, endpoint: 'chat', gateway: 'g', provider: 'p', model: 'm',
+        status: 'error', error_class: 'upstream_error', http_status: 502, prompt_tokens: 10, completion_tokens: 5, cached_tokens: 3,
+        cost_nano: 1234, latency_ms: 42, ttft_ms: 7, created_at: at };
+      await store.usage.insertMany([written, { ...written, request_id: `${rid}-2`, error_class: null, ttft_ms: null }]);
       const rows = await store.usage.byRequestId(rid);
       expect(rows).to.have.length(1);
-      expect(Number(rows[0].cost_nano)).to.equal(1234);
+      const { id: _id, ...stored } = rows[0];
+      const asNumbers = (r: Record<string, unknown>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v]));
+      expect(asNumbers(stored)).to.deep.equal(written);
+      const [second] = await store.usage.byRequestId(`${rid}-2`);
+      expect([second.error_class, second.ttft_ms, second.request_id]).to.deep.equal([null, null, `${rid}-2`]);
       const now = Date.now();
       await store.health.record([
         { gateway: 'g', model: 'm', provider: 'p', ok: true, status: 'success', latencyMs: 100, error: null, ts: now, source: 'passive' },
