@@ -75,7 +75,7 @@ export const createChatCompletion: Handler = async (ctx) => {
 
   if (!req.stream) {
     const { result, served } = await engine.complete(req, call);
-    await saveTurn(ctx, session, userText, result.choices[0]?.content ?? '', served);
+    if (session) await saveTurn(ctx, session, userText, result.choices[0]?.content ?? '', served);
     const body = toCompletion(result, served.offer.modelId, gatewayUsage(served));
     return { body, text: completionJson(body), headers: servedHeaders(served) };
   }
@@ -94,8 +94,10 @@ export const createChatCompletion: Handler = async (ctx) => {
     });
     const served = stream.served();
     if (served) {
-      await writeFrame(out, writer.end(gatewayUsage(served)), writer.ascii);
-      await saveTurn(ctx, session, userText, reply, served);
+      // awaited only when there is something to wait for: an await of `undefined` is a microtask step and a resumption
+      const full = writeFrame(out, writer.end(gatewayUsage(served)), writer.ascii);
+      if (full) await full;
+      if (session) await saveTurn(ctx, session, userText, reply, served);
     }
   } catch (err) {
     if (!abort.signal.aborted) {

@@ -34,7 +34,8 @@ export const createMessage: Handler = async (ctx) => {
       return abort.signal.aborted ? STOP : undefined;
     });
     const served = stream.served();
-    if (served) await writeFrame(out, writer.end(served.usage ?? emptyUsage()));
+    const full = served ? writeFrame(out, writer.end(served.usage ?? emptyUsage())) : undefined;
+    if (full) await full; // only when the socket is full (see src/engine/respond.ts writeFrame)
   } catch (err) {
     if (!abort.signal.aborted) {
       const e = err instanceof UpstreamError ? clientError(err) : err instanceof ApiError ? err : new ApiError(502, 'upstream_error', 'Upstream failure.', 'upstream_error');
