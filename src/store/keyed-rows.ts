@@ -1,9 +1,10 @@
 /**
  * Rows found by the parts of a composite key (a rollup's grain, period, gateway, provider and model; a pair's
  * gateway and model), one Map per part. A flush folds every record into a few rows; with one key string per record
- * (`${a}\u0000${b}…`) each lookup built a fresh string, then flattened, hashed and compared it in V8's runtime
- * (~1.5 µs a lookup, six per usage record: docs/PERFORMANCE.md, session 31). The parts are numbers and the records'
- * own strings, shared by every record of a model (their hash is computed once), so a lookup here builds nothing.
+ * (`${a}\u0000${b}…`) each lookup built a fresh string, then flattened, hashed and compared it in V8's runtime (six
+ * lookups per usage record: ~2.0 µs a record in a micro-benchmark, ~0.5 µs this way; docs/PERFORMANCE.md, session
+ * 31). The parts are numbers and the records' own strings, shared by every record of a model (their hash is computed
+ * once), so a lookup builds no string.
  *
  * `sorted()` gives the rows in the order of their joined key (`parts.join('\u0000')`, made once per row): the same
  * order as sorting the key strings, which the writers rely on (concurrent PostgreSQL writers lock rows in one order).
