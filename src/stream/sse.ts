@@ -64,11 +64,16 @@ export class SseParser {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.charCodeAt(0) === 32) value = value.slice(1);
-    if (field === 'data') this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    if (field === 'data') this.addData(value);
     else if (field === 'event') this.event = value;
     else if (field === 'id') this.id = value;
     else if (field !== 'retry') return line;
     return undefined;
+  }
+
+  /** A data line's value, joined to the pending event's earlier ones with LF. */
+  private addData(value: string): void {
+    this.data = this.data === undefined ? value : `${this.data}\n${value}`;
   }
 
   /** The pending event; its data lines are cleared. */
@@ -111,8 +116,7 @@ export class SseParser {
       // A `data: ` line (the most of a stream) is taken as it is: its value after the prefix, without the line's slice,
       // the colon's search and the field's and the value's slices that the general rule makes (the same value).
       if (end - from > 6 && buf.charCodeAt(from) === 100 && buf.startsWith('data: ', from)) {
-        const value = buf.slice(from + 6, end);
-        this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+        this.addData(buf.slice(from + 6, end));
       } else {
         const ev = this.takeLine(buf.slice(from, end));
         if (ev) out.push(ev);
