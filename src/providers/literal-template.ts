@@ -50,6 +50,16 @@ export class LiteralTemplate {
   }
 
   /**
+   * Takes `prefix` and `suffix` as the template, known to surround the text's literal in an event of this stream
+   * (a chunk read through a shape, src/providers/chunk-shapes.ts: its probe checked that place).
+   */
+  adopt(prefix: string, suffix: string): void {
+    this.learned++;
+    this.prefix = prefix;
+    this.suffix = suffix;
+  }
+
+  /**
    * Keeps `data` (an event just parsed, whose one text is `text`) as the template, if the text's literal is where it
    * seems: the event rebuilt with a probe text in that place must parse to an object that `holds(parsed, probe)`
    * says carries the probe as that same text. (The literal is searched as JSON.stringify writes it; an upstream that

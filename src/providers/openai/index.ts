@@ -8,6 +8,7 @@ import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type Open
 import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
+import { MAX_LEARNS_PER_STREAM, shapesFor, type ChunkShapes, type ShapeMatch } from '../chunk-shapes.js';
 import type { ProviderAdapter, Target } from '../types.js';
 import { jsonBody } from '../../json-body.js';
 
@@ -63,7 +64,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       const res = await send(`${target.baseUrl}/chat/completions`, {
         headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
-      return openaiEvents(res.body, signal);
+      return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
     },
   };
 }
@@ -87,6 +88,14 @@ export class OpenAIStreamMapper {
   /** The choice the template's text belongs to. */
   private textIndex = 0;
 
+  /** Learning attempts left to this stream (src/providers/chunk-shapes.ts). */
+  private learns = MAX_LEARNS_PER_STREAM;
+  /** The shape this stream's last chunk fitted: its next chunk most likely fits that one or the next. */
+  private readonly shapeAt = { at: 0 };
+
+  /** `shapes`: the upstream model's chunk shapes, shared by its streams; without, every chunk not templated is parsed. */
+  constructor(private readonly shapes?: ChunkShapes) {}
+
   map(data: string): StreamEvent[] {
     if (data === '[DONE]') {
       this.done = true;
@@ -97,19 +106,38 @@ export class OpenAIStreamMapper {
       const text = this.template.match(data);
       if (text !== undefined) return text ? [{ type: 'text', index: this.textIndex, text }] : [];
     }
-    const out = this.parse(data);
+    const { shapes } = this;
+    const seen = shapes?.match(data, this.shapeAt);
+    if (seen) return this.read(data, this.events(seen.chunk), seen);
+    const chunk = this.parse(data);
+    const out = this.events(chunk);
+    // chunks with tool calls differ in their arguments: no shape would be met again
+    const learned = shapes && this.learns > 0 && !out.some((e) => e.type === 'tool_call_start' || e.type === 'tool_call_delta')
+      ? (this.learns--, shapes.learn(data, chunk)) : undefined;
+    return this.read(data, out, learned, true);
+  }
+
+  /**
+   * A chunk's events; one text alone starts the stream's text template: from a shape's match, at once (its text's
+   * literal is where the shape says); from a parse (`parsed`) with the template's own probe.
+   */
+  private read(data: string, out: StreamEvent[], shaped: ShapeMatch | undefined, parsed = false): StreamEvent[] {
     if (out.length === 1 && out[0].type === 'text' && this.template.canLearn) {
       const { index, text } = out[0];
-      this.template.learn(data, text, (probe, p) => {
-        const choice = Array.isArray(probe?.choices) ? probe.choices.find((c: any) => (c?.index ?? 0) === index) : undefined;
-        return choice?.delta?.content === p;
-      });
+      if (shaped) {
+        if (shaped.textStart >= 0) this.template.adopt(data.slice(0, shaped.textStart - 1), data.slice(shaped.textEnd + 1));
+      } else if (parsed) {
+        this.template.learn(data, text, (probe, p) => {
+          const choice = Array.isArray(probe?.choices) ? probe.choices.find((c: any) => (c?.index ?? 0) === index) : undefined;
+          return choice?.delta?.content === p;
+        });
+      }
       this.textIndex = index;
     }
     return out;
   }
 
-  private parse(data: string): StreamEvent[] {
+  private parse(data: string): any {
     let chunk: any;
     try {
       chunk = JSON.parse(data);
@@ -117,6 +145,11 @@ export class OpenAIStreamMapper {
       throw new UpstreamError('stream_broken', 'upstream sent malformed JSON in its stream');
     }
     if (chunk.error) throw new UpstreamError(chunk.error.code === 429 ? 'rate_limited' : 'server_error', `upstream stream error: ${String(chunk.error.message ?? '').slice(0, 300)}`);
+    return chunk;
+  }
+
+  /** The events of one chunk's object. */
+  private events(chunk: any): StreamEvent[] {
     const out: StreamEvent[] = [];
     if (!this.started) {
       this.started = true;
@@ -152,7 +185,11 @@ export class OpenAIStreamMapper {
  */
 class OpenAISource implements EventSource {
   private readonly parser = new SseParser();
-  private readonly mapper = new OpenAIStreamMapper();
+  private readonly mapper: OpenAIStreamMapper;
+
+  constructor(shapes?: ChunkShapes) {
+    this.mapper = new OpenAIStreamMapper(shapes);
+  }
 
   get done(): boolean {
     return this.mapper.done;
@@ -172,7 +209,10 @@ class OpenAISource implements EventSource {
   }
 }
 
-/** The events of one OpenAI stream body; `signal` is the call's (its abort is reported as it is). */
-export function openaiEvents(body: UpstreamBody, signal?: AbortSignal): BodyEvents {
-  return new BodyEvents(body, new OpenAISource(), streamFailure('upstream', signal));
+/**
+ * The events of one OpenAI stream body; `signal` is the call's (its abort is reported as it is); `shapes`: the
+ * upstream model's chunk shapes (`shapesFor`), kept from one of its streams to the next.
+ */
+export function openaiEvents(body: UpstreamBody, signal?: AbortSignal, shapes?: ChunkShapes): BodyEvents {
+  return new BodyEvents(body, new OpenAISource(shapes), streamFailure('upstream', signal));
 }
