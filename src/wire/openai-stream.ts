@@ -89,7 +89,9 @@ export class OpenAIChunkWriter {
   ascii = false;
 
   constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {
-    this.prefix = `data: {"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)},"choices":[{"index":`;
+    // JSON.stringify's output without its three calls into V8's runtime (~1,400 instructions each): json-text.ts
+    const createdText = Number.isSafeInteger(created) ? String(created) : JSON.stringify(created);
+    this.prefix = `data: {"id":${jsonString(id)},"object":"chat.completion.chunk","created":${createdText},"model":${jsonString(model)},"choices":[{"index":`;
     this.prefixAscii = isAscii(this.prefix);
   }
 
