@@ -5,8 +5,8 @@
  * text, the usage's numbers, an `obfuscation` padding. A shape is such a chunk's bytes cut at those values (its
  * holes) into fixed pieces, with the object it parsed to. A later chunk made of the same fixed pieces, with a value
  * of the hole's kind in each hole, is that object with those values: it is read without a JSON parse (~16,000
- * instructions a chunk, four or five chunks a stream that the per-stream text template, src/providers/literal-
- * template.ts, does not cover: docs/PERFORMANCE.md, session 32).
+ * instructions a chunk; four or five chunks a stream are not text deltas that the stream's own template,
+ * literal-template.ts, reads: docs/PERFORMANCE.md, session 32).
  *
  * Why a match is that object. A shape is kept only after a probe: the chunk with other values in every hole
  * (letters in a string, other digits in an integer) must parse to the chunk's object with exactly those values at
@@ -43,7 +43,7 @@ export interface ShapeMatch {
    * The chunk's object: the shape's own, with this chunk's values written into the holes. Valid until the next
    * match of the shape: read it at once and keep none of its objects (what it is used for takes strings and
    * numbers from it). Rebuilding the objects on the way to each hole instead cost more than the holes' scan: V8
-   * copies objects of many shapes at one spread through its runtime (~2,200 instructions each).
+   * copies objects of many maps (hidden classes) at one spread site through its runtime (~2,200 instructions each).
    */
   chunk: any;
   /** A text hole's literal, as offsets of `data` (its inside: after the opening quote, at the closing one); -1: none. */
