@@ -6,7 +6,7 @@
  */
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
-import { PLAIN_ASCII, isAscii, jsonIndex, jsonString, literalOf, textKind } from './json-text.js';
+import { PLAIN_ASCII, jsonIndex, jsonString, literalOf, textKind } from './json-text.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -91,8 +91,12 @@ export class OpenAIChunkWriter {
   constructor(private readonly id: string, private readonly model: string, private readonly created: number, private readonly includeUsage: boolean) {
     // JSON.stringify's output without its three calls into V8's runtime (~1,400 instructions each): json-text.ts
     const createdText = Number.isSafeInteger(created) ? String(created) : JSON.stringify(created);
-    this.prefix = `data: {"id":${jsonString(id)},"object":"chat.completion.chunk","created":${createdText},"model":${jsonString(model)},"choices":[{"index":`;
-    this.prefixAscii = isAscii(this.prefix);
+    const idKind = textKind(id);
+    const modelKind = textKind(model);
+    this.prefix = `data: {"id":${literalOf(id, idKind)},"object":"chat.completion.chunk","created":${createdText},"model":${literalOf(model, modelKind)},"choices":[{"index":`;
+    // ASCII when both literals are plain ASCII (the number and the rest are), told by the scans that made them and not
+    // by a regular expression over the whole prefix; an escaped literal counts as not known (false: written as UTF-8)
+    this.prefixAscii = idKind === PLAIN_ASCII && modelKind === PLAIN_ASCII;
   }
 
   /** A text delta after the role went out: the same bytes as chunk(), with only the text serialised. */
@@ -111,8 +115,9 @@ export class OpenAIChunkWriter {
 
   /** A finish after the role went out: the same bytes as delta(index, {}, reason). */
   private finish(index: number, reason: string): string {
-    this.ascii = this.prefixAscii && isAscii(reason);
-    return `${this.prefix}${jsonIndex(index)},"delta":{},"finish_reason":${jsonString(reason)},"logprobs":null}]}\n\n`;
+    const kind = textKind(reason);
+    this.ascii = this.prefixAscii && kind === PLAIN_ASCII;
+    return `${this.prefix}${jsonIndex(index)},"delta":{},"finish_reason":${literalOf(reason, kind)},"logprobs":null}]}\n\n`;
   }
 
   private chunk(choices: unknown[], extra: Record<string, unknown> = {}): string {
