@@ -129,6 +129,19 @@ describe('unit: chunk shapes (stream chunks read without a parse, across streams
     expect(second.out.map((e) => e.type)).to.deep.equal(['start', 'thinking', 'thinking', 'text', 'text', 'text', 'finish']);
   });
 
+  it('keeps each text with its choice when a chunk of two choices comes between text deltas of one', () => {
+    const id = 'chatcmpl-n2';
+    const two = JSON.stringify({ ...base(id, 5), choices: [{ index: 0, delta: { content: '' }, logprobs: null, finish_reason: null },
+      { index: 1, delta: { content: 'b' }, logprobs: null, finish_reason: null }], usage: null });
+    const datas = [role(id, 5), text(id, 5, 'a'), two, text(id, 5, 'c'), two, text(id, 5, 'd'), '[DONE]'];
+    const indexed = (out: StreamEvent[]) => out.filter((e) => e.type === 'text').map((e) => [(e as { index: number }).index, (e as { text: string }).text]);
+    const want = [[0, 'a'], [1, 'b'], [0, 'c'], [1, 'b'], [0, 'd']];
+    expect(indexed(reference(datas).out)).to.deep.equal(want);
+    const shapes = new ChunkShapes();
+    expect(indexed(run(datas, shapes).out)).to.deep.equal(want);
+    expect(indexed(run(datas, shapes).out)).to.deep.equal(want); // a second stream, through the shapes
+  });
+
   it('gives the events of the parse for ~2,700 chunks of random values, the shapes of each model shared by its streams', () => {
     // A deterministic generator: texts with quotes, backslashes, escapes, unicode and strings found elsewhere in the
     // chunk; ids and numbers of every length the holes take and some they do not.
