@@ -21,8 +21,8 @@
  * differs there (another model, a finish reason, a tool call) is another shape or none.
  */
 
-/** A JSON string literal's inside that is not itself: a quote, a backslash, a control character. */
-const NOT_PLAIN = /["\\\x00-\x1f]/;
+import { literalText } from './literal-template.js';
+
 const INTEGER = /^(?:0|[1-9][0-9]{0,14})$/;
 /** Shapes kept per upstream model: a stream needs four or five; more means chunks that keep changing. */
 const MAX_SHAPES = 8;
@@ -108,16 +108,10 @@ class Shape {
             if ((end - b) % 2 === 0) break;
             end = data.indexOf('"', end + 1);
           }
-          const s = data.slice(pos, end);
-          if (!NOT_PLAIN.test(s)) slot.holder[slot.key] = s;
-          else {
-            // escapes: JSON decodes them; a raw control character is not JSON, and the parse will say so
-            try {
-              slot.holder[slot.key] = JSON.parse(`"${s}"`);
-            } catch {
-              return undefined;
-            }
-          }
+          // escapes: JSON decodes them; a raw control character is not JSON, and the whole chunk's parse will say so
+          const text = literalText(data.slice(pos, end));
+          if (text === undefined) return undefined;
+          slot.holder[slot.key] = text;
           if (texts++ === 0) { textStart = pos; textEnd = end; }
         }
       }

@@ -9,6 +9,21 @@
 
 /** A JSON string literal's inside that needs decoding, or is not one: a quote, a backslash, a control character. */
 const NOT_PLAIN = /["\\\x00-\x1f]/;
+
+/**
+ * The text of a JSON string literal's inside (between its quotes): itself when it has nothing to decode, else what
+ * JSON makes of it; undefined when it is not one literal's inside (a raw control character, a quote not escaped).
+ * Shared by the template's matches and the chunk shapes' text holes (src/providers/chunk-shapes.ts).
+ */
+export function literalText(inside: string): string | undefined {
+  if (!NOT_PLAIN.test(inside)) return inside;
+  try {
+    const text: unknown = JSON.parse(`"${inside}"`);
+    return typeof text === 'string' ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
 /** The text a template is checked with: no upstream text is this. */
 const PROBE = '\u0001probe\u0002';
 /** A stream whose text events keep changing shape (a field that varies per event) stops being templated. */
@@ -38,15 +53,8 @@ export class LiteralTemplate {
     // A slice compared with === rather than startsWith/endsWith: a quarter of the time for a ~200-character
     // prefix (V8 compares a slice with memcmp, startsWith a character at a time).
     if (data.slice(0, prefix.length) !== prefix || data.slice(end) !== suffix) return undefined;
-    const inner = data.slice(prefix.length + 1, end - 1);
-    if (!NOT_PLAIN.test(inner)) return inner;
-    // Escapes (or not one literal at all): JSON decides, on the literal alone.
-    try {
-      const text: unknown = JSON.parse(data.slice(prefix.length, end));
-      return typeof text === 'string' ? text : undefined;
-    } catch {
-      return undefined;
-    }
+    // escapes (or not one literal at all): JSON decides, on the literal alone
+    return literalText(data.slice(prefix.length + 1, end - 1));
   }
 
   /**

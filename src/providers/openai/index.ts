@@ -114,21 +114,21 @@ export class OpenAIStreamMapper {
     // chunks with tool calls differ in their arguments: no shape would be met again
     const learned = shapes && this.learns > 0 && !out.some((e) => e.type === 'tool_call_start' || e.type === 'tool_call_delta')
       ? (this.learns--, shapes.learn(data, chunk)) : undefined;
-    return this.read(data, out, learned, true);
+    return this.read(data, out, learned);
   }
 
   /**
-   * A chunk's events; one text alone starts the stream's text template: from a shape's match, at once (its text's
-   * literal is where the shape says); from a parse (`parsed`) with the template's own probe. A shape with two texts
-   * (two choices) starts none, and the template there stays, with its choice.
+   * A chunk's events; one text alone starts the stream's text template: from a shape's match (`shaped`: read through
+   * one, or just kept as one), at once (its text's literal is where the shape says); otherwise with the template's own
+   * probe. A shape with two texts (two choices) starts none, and the template there stays, with its choice.
    */
-  private read(data: string, out: StreamEvent[], shaped: ShapeMatch | undefined, parsed = false): StreamEvent[] {
+  private read(data: string, out: StreamEvent[], shaped: ShapeMatch | undefined): StreamEvent[] {
     if (out.length === 1 && out[0].type === 'text' && this.template.canLearn) {
       const { index, text } = out[0];
       if (shaped) {
         if (shaped.textStart < 0) return out;
         this.template.adopt(data.slice(0, shaped.textStart - 1), data.slice(shaped.textEnd + 1));
-      } else if (parsed) {
+      } else {
         this.template.learn(data, text, (probe, p) => {
           const choice = Array.isArray(probe?.choices) ? probe.choices.find((c: any) => (c?.index ?? 0) === index) : undefined;
           return choice?.delta?.content === p;
