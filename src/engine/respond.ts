@@ -3,13 +3,22 @@
  * backpressure respected (a slow reader pauses the upstream instead of growing memory), and the upstream
  * aborted when the client leaves. Frames made in the same tick (the headers and the first frame; events that
  * arrived in one read from the upstream) leave in one write at the end of the tick, never later, so nothing waits
- * for a later event: the socket is corked until then, and the tick's frames are joined into one string written
- * once. (Each `res.write` of a chunked response is four writes to the socket's buffer, the chunk's size line, the
+ * for a later event: the tick's frames are joined into one string written once (and in the first tick the socket is
+ * corked until then, so that the head leaves with them). (Each `res.write` of a chunked response is four writes to the socket's buffer, the chunk's size line, the
  * frame and two line ends, each one entry of the `writev` that leaves at the uncork: 24 frames were ~100 entries.)
  * A stream is ended with `endSse`, never `res.end()`: the tick's last frames and the end of the body leave in one
  * write (after a plain `res.end()` the frames still held for the tick would be dropped).
+ *
+ * A tick's frames are written to the response's socket directly, framed as a chunk of the chunked encoding by this
+ * module (`size CRLF frames CRLF`, one string), whenever that is the same as what `res.write` would do: the socket is
+ * this response's, nothing of the response waits in Node's own buffer, and the response is chunked. Node's
+ * `res.write` makes the same chunk as four pieces (the size, a line end, the frames, a line end), and a socket write
+ * of several pieces is a `writev` that reads each piece and its encoding back through V8's API (~11,600 instructions
+ * a call); one string is one `write`, tried at once (docs/PERFORMANCE.md, session 33). Otherwise (a pipelined
+ * response whose turn has not come, an HTTP/1.0 client without chunks) `res.write` does it.
  */
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Cancellation } from '../cancel.js';
 
 /**
@@ -25,6 +34,10 @@ export class SseOut {
    * measures nor encodes as UTF-8 (one copy), instead of UTF-8 (a length scan, then the encoding).
    */
   ascii = true;
+  /** The socket is corked until the end of the tick: the first tick's, so that the head leaves with its frames. */
+  corked = false;
+  /** The head was handed to Node to send (`startSse`): before that a chunk written straight would precede it. */
+  headFlushed = false;
 
   constructor(readonly res: ServerResponse) {}
 }
@@ -40,36 +53,69 @@ export function startSse(res: ServerResponse, headers: Record<string, string>): 
   for (const k in headers) head.push(k, headers[k]);
   res.writeHead(200, head);
   const out = new SseOut(res);
+  out.corked = true;
+  res.cork();
   holdForTick(out);
   res.flushHeaders();
+  out.headFlushed = true;
   res.socket?.setNoDelay(true);
   return out;
 }
 
-/** Holds this tick's writes on `out` together (corked, frames joined); they leave when the tick ends. */
+/** Holds this tick's frames on `out` together (joined); they leave when the tick ends. */
 function holdForTick(out: SseOut): void {
   if (out.frames !== undefined) return;
   out.frames = '';
   out.ascii = true;
-  out.res.cork();
   process.nextTick(endOfTick, out);
 }
 
-/** `frames` written: as latin1 when they are all ASCII (the same bytes; see SseOut.ascii). */
-function writeHeld(res: ServerResponse, frames: string, ascii: boolean): boolean {
+/**
+ * The socket this chunked response's chunks can be written to directly, or undefined: Node's `_writeRaw` writes a
+ * response's pieces to its socket when the socket is assigned to it (a ServerResponse has `socket` only then) and
+ * writable, after what the response buffered itself (`writableLength` is that plus the socket's own; the head is
+ * among it once flushed, until the socket is the response's).
+ */
+function directSocket(out: SseOut): Socket | undefined {
+  const { res } = out;
+  const socket = res.socket;
+  return out.headFlushed && socket && socket.writable && res.chunkedEncoding && res.writableLength === socket.writableLength ? socket : undefined;
+}
+
+/** `frames` as one chunk of the chunked encoding: its size in bytes (hex), a line end, the frames, a line end. */
+function chunk(frames: string, ascii: boolean): string {
+  return `${(ascii ? frames.length : Buffer.byteLength(frames)).toString(16)}\r\n${frames}\r\n`;
+}
+
+/**
+ * `frames` written (as one chunk straight to the socket when it can be, see `directSocket`): as latin1 when they are
+ * all ASCII (the same bytes; see SseOut.ascii). False when the socket's buffer is full.
+ */
+function writeHeld(out: SseOut, frames: string, ascii: boolean): boolean {
+  const { res } = out;
+  const socket = directSocket(out);
+  if (socket) return ascii ? socket.write(chunk(frames, true), 'latin1') : socket.write(chunk(frames, false));
   return ascii ? res.write(frames, 'latin1') : res.write(frames);
 }
 
-/** Writes the frames held and uncorks, at the end of the tick (a no-op after `endSse`, which does both itself). */
+/** Writes the frames held (and uncorks the first tick), at the end of the tick (a no-op after `endSse`). */
 function endOfTick(out: SseOut): void {
   const { frames, res } = out;
   if (frames === undefined) return;
   out.frames = undefined;
-  if (frames && !res.writableEnded && !res.destroyed) writeHeld(res, frames, out.ascii);
-  res.uncork();
+  if (frames && !res.writableEnded && !res.destroyed) writeHeld(out, frames, out.ascii);
+  if (out.corked) {
+    out.corked = false;
+    res.uncork();
+  }
 }
 
-/** Frames joined up to this many characters are written at once (still corked): a stream's buffer is 16 KiB. */
+/** The response waits for room: its own buffer (`res.write` said so) or its socket's (a direct write did). */
+function needsDrain(res: ServerResponse): boolean {
+  return res.writableNeedDrain || (res.socket?.writableNeedDrain ?? false);
+}
+
+/** Frames joined up to this many characters are written at once: a stream's buffer is 16 KiB. */
 const JOIN_LIMIT = 16 * 1024;
 
 /**
@@ -86,16 +132,18 @@ export function writeFrame(out: SseOut, frame: string, ascii = false): Promise<v
   if (!ascii) out.ascii = false;
   if (frames.length < JOIN_LIMIT) {
     out.frames = frames;
-    if (!res.writableNeedDrain) return;
+    if (!needsDrain(res)) return;
   } else {
     out.frames = '';
-    const room = writeHeld(res, frames, out.ascii);
+    const room = writeHeld(out, frames, out.ascii);
     out.ascii = true;
     if (room) return;
   }
+  // A direct write's full socket drains on the socket (the response emits 'drain' only after a write of its own).
+  const socket = res.writableNeedDrain ? undefined : res.socket;
   return new Promise((resolve) => {
-    const done = () => { res.off('drain', done); res.off('close', done); resolve(); };
-    res.on('drain', done);
+    const done = () => { (socket ?? res).off('drain', done); res.off('close', done); resolve(); };
+    (socket ?? res).on('drain', done);
     res.on('close', done);
   });
 }
@@ -106,10 +154,20 @@ export function endSse(out: SseOut): void {
   // The tick's scheduled endOfTick then finds nothing to do.
   out.frames = undefined;
   if (frames && !res.writableEnded && !res.destroyed) {
-    if (out.ascii) res.end(frames, 'latin1');
+    const socket = directSocket(out);
+    if (socket) {
+      // corked, so that the chunk and the end's terminator leave in one write (Node's end() uncorks the socket)
+      socket.cork();
+      if (out.ascii) socket.write(chunk(frames, true), 'latin1');
+      else socket.write(chunk(frames, false));
+      res.end();
+    } else if (out.ascii) res.end(frames, 'latin1');
     else res.end(frames);
   } else res.end();
-  if (frames !== undefined) res.uncork();
+  if (out.corked) {
+    out.corked = false;
+    res.uncork();
+  }
 }
 
 /**

@@ -305,8 +305,8 @@ describe('unit: OpenAI wire mapping', () => {
 });
 
 describe('unit: SSE frames to a slow reader', () => {
-  it('writeFrame hands back a promise only when the socket is full, settled once the reader has drained it', async () => {
-    const { SseOut, writeFrame } = await import('../../src/engine/respond.js');
+  for (const how of ['through res.write (a head not flushed by startSse)', 'written to the socket directly (startSse)']) it(`writeFrame hands back a promise only when the socket is full, settled once the reader has drained it: ${how}`, async () => {
+    const { SseOut, startSse, writeFrame } = await import('../../src/engine/respond.js');
     const http = await import('node:http');
     const net = await import('node:net');
     let served: (res: import('node:http').ServerResponse) => void = () => {};
@@ -319,8 +319,11 @@ describe('unit: SSE frames to a slow reader', () => {
     client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
     const res = await got;
     try {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const out = new SseOut(res);
+      let out: InstanceType<typeof SseOut>;
+      if (how.startsWith('through')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        out = new SseOut(res);
+      } else out = startSse(res, {});
       const frame = `data: ${'x'.repeat(256 * 1024)}\n\n`;
       expect(writeFrame(out, 'data: {"small":true}\n\n'), 'room in the socket: nothing to wait for').to.equal(undefined);
       // Frames go on until one's promise stays pending: the kernel's buffers too are full.
@@ -342,6 +345,46 @@ describe('unit: SSE frames to a slow reader', () => {
       client.resume();
       await stuck;
       expect(drained).to.equal(true);
+    } finally {
+      client.destroy();
+      res.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe('unit: SSE small frames, one per tick, to a reader that does not read', () => {
+  for (const how of ['through res.write (a head not flushed by startSse)', 'written to the socket directly (startSse)']) it(`writeFrame hands back a promise once the socket is full, not a frame after it: ${how}`, async () => {
+    const { SseOut, startSse, writeFrame } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    let served: (res: import('node:http').ServerResponse) => void = () => {};
+    const got = new Promise<import('node:http').ServerResponse>((r) => (served = r));
+    const server = http.createServer((_req, res) => served(res)).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+    client.pause();
+    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const res = await got;
+    try {
+      let out: InstanceType<typeof SseOut>;
+      if (how.startsWith('through')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        out = new SseOut(res);
+      } else out = startSse(res, {});
+      const frame = `data: ${'y'.repeat(1024)}\n\n`;
+      let full: Promise<void> | void = undefined;
+      let sent = 0;
+      // one frame a tick, as a paced upstream's chunks come, until writeFrame says to wait (at most 64 MB)
+      for (; sent < 64 * 1024 && !full; sent++) {
+        full = writeFrame(out, frame, true);
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(full, 'a promise before 64 MB were taken').to.be.instanceOf(Promise);
+      const buffered = res.socket!.writableLength;
+      expect(buffered, 'what waits in the socket\'s buffer').to.be.lessThan(1024 * 1024);
+      client.resume();
+      await full;
     } finally {
       client.destroy();
       res.destroy();
@@ -399,6 +442,195 @@ describe('unit: SSE frames of one tick leave together, frames of a later tick at
       expect(chunks.length, 'the second tick (~25 KB) in parts of at most ~16 KB').to.be.within(3, 4);
       for (const c of chunks) expect(c.length).to.be.lessThan(16 * 1024 + frame(0).length);
       expect(endCalledAt - lateAt, 'the later tick\'s frames left at its end, not with the end of the stream').to.be.greaterThan(40);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+/** A chunked body's chunks, from the raw bytes after the head (ends at the zero chunk). */
+function chunksOf(body: string): string[] {
+  const chunks: string[] = [];
+  for (let at = 0; ;) {
+    const eol = body.indexOf('\r\n', at);
+    const size = parseInt(body.slice(at, eol), 16);
+    if (!(size > 0)) break;
+    chunks.push(body.slice(eol + 2, eol + 2 + size));
+    expect(body.slice(eol + 2 + size, eol + 4 + size), 'a chunk ends with a line end').to.equal('\r\n');
+    at = eol + 2 + size + 2;
+  }
+  return chunks;
+}
+
+describe('unit: SSE chunks written to the socket as one piece', () => {
+  const frame = (i: number) => `data: {"n":${i}}\n\n`;
+
+  it('a later tick\'s frames are one socket write of one piece (not a writev of four), and the body is the same chunks', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const writes: string[] = [];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const out = startSse(res, {});
+      const socket = res.socket as import('node:net').Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+      const write = socket._write;
+      const writev = socket._writev;
+      socket._write = function (this: unknown, ...a: unknown[]) { writes.push('write'); return write.apply(this, a); };
+      socket._writev = function (this: unknown, ...a: unknown[]) { writes.push(`writev of ${(a[0] as unknown[]).length}`); return writev.apply(this, a); };
+      writeFrame(out, frame(0), true);
+      let i = 1;
+      const tick = () => {
+        if (i < 4) {
+          writeFrame(out, frame(i++), true);
+          setTimeout(tick, 20);
+        } else {
+          writeFrame(out, frame(i), true);
+          endSse(out);
+        }
+      };
+      setTimeout(tick, 20);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      let raw = '';
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => { raw += d.toString('latin1'); if (raw.endsWith('\r\n0\r\n\r\n')) resolve(); });
+        client.on('error', reject);
+      });
+      client.destroy();
+      expect(raw.slice(0, raw.indexOf('\r\n\r\n'))).to.match(/transfer-encoding: chunked/i);
+      expect(chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4)), 'one chunk per tick, in order').to.deep.equal([0, 1, 2, 3, 4].map(frame));
+      // the head and the first tick's chunk leave together; each later tick is one piece; the end is the last
+      // chunk and the terminator together
+      expect(writes).to.deep.equal(['writev of 2', 'write', 'write', 'write', 'writev of 2']);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('a frame with characters past ASCII: the chunk\'s size counts its UTF-8 bytes', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const wide = 'data: {"text":"héllo → 世界 🎉"}\n\n';
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const out = startSse(res, {});
+      writeFrame(out, frame(0), true);
+      setTimeout(() => {
+        writeFrame(out, wide);
+        setTimeout(() => { writeFrame(out, wide); endSse(out); }, 20);
+      }, 20);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      const parts: Buffer[] = [];
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => { parts.push(d); if (Buffer.concat(parts).toString('latin1').endsWith('\r\n0\r\n\r\n')) resolve(); });
+        client.on('error', reject);
+      });
+      client.destroy();
+      const raw = Buffer.concat(parts).toString('latin1'); // sizes count bytes: read the body byte for byte
+      const chunks = chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4)).map((c) => Buffer.from(c, 'latin1').toString('utf8'));
+      expect(chunks).to.deep.equal([frame(0), wide, wide]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('pipelined requests: the second stream, made while the first holds the socket, comes after it whole, and both are well framed', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const name = req.url!.slice(1);
+      const out = startSse(res, {});
+      writeFrame(out, `data: ${name} 0\n\n`, true);
+      let i = 1;
+      const tick = () => {
+        writeFrame(out, `data: ${name} ${i++}\n\n`, true);
+        if (i < 4) setTimeout(tick, name === 'first' ? 30 : 5);
+        else endSse(out);
+      };
+      setTimeout(tick, name === 'first' ? 30 : 5);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n');
+      let raw = '';
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => { raw += d.toString('latin1'); if ((raw.match(/\r\n0\r\n\r\n/g) ?? []).length === 2) resolve(); });
+        client.on('error', reject);
+      });
+      client.destroy();
+      const responses = raw.split(/(?=HTTP\/1\.1 200 OK)/);
+      expect(responses).to.have.length(2);
+      for (const [k, name] of ['first', 'second'].entries()) {
+        const r = responses[k];
+        expect(chunksOf(r.slice(r.indexOf('\r\n\r\n') + 4)).join(''), name).to.equal([0, 1, 2, 3].map((i) => `data: ${name} ${i}\n\n`).join(''));
+      }
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('a head not yet flushed (an SseOut made by hand after writeHead): the frames go through res.write, after the head', async () => {
+    const { SseOut, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const out = new SseOut(res);
+      writeFrame(out, frame(0), true);
+      setTimeout(() => { writeFrame(out, frame(1), true); endSse(out); }, 20);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+      let raw = '';
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => { raw += d.toString('latin1'); if (raw.endsWith('\r\n0\r\n\r\n')) resolve(); });
+        client.on('error', reject);
+      });
+      client.destroy();
+      expect(raw).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4))).to.deep.equal([frame(0), frame(1)]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('an HTTP/1.0 client (no chunked encoding): the frames as they are, then the connection closes', async () => {
+    const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
+    const http = await import('node:http');
+    const net = await import('node:net');
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const out = startSse(res, {});
+      writeFrame(out, frame(0), true);
+      setTimeout(() => { writeFrame(out, frame(1), true); setTimeout(() => { writeFrame(out, frame(2), true); endSse(out); }, 20); }, 20);
+    }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+      client.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n');
+      let raw = '';
+      await new Promise<void>((resolve, reject) => {
+        client.on('data', (d) => { raw += d.toString('latin1'); });
+        client.on('end', resolve);
+        client.on('error', reject);
+      });
+      expect(raw.slice(0, raw.indexOf('\r\n\r\n'))).to.not.match(/transfer-encoding/i);
+      expect(raw.slice(raw.indexOf('\r\n\r\n') + 4)).to.equal([0, 1, 2].map(frame).join(''));
     } finally {
       await new Promise((r) => server.close(r));
     }
