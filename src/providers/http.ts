@@ -204,8 +204,16 @@ export interface BodyFlow {
   abort(reason: Error): void;
 }
 
-const PAUSE_AT = 16;
-const RESUME_BELOW = 4;
+/**
+ * The upstream is paused while 64 KiB wait unread (or 256 chunks), and resumed once less than a quarter of each is
+ * left. Until session 33 it was paused at 16 chunks whatever their size (resumed below 4): up to 16 × 64 KiB (undici's
+ * reads) waited for a slow reader, and a 20-chunk answer that arrived with its head, before the reader was there,
+ * paused and resumed the call in 4 streams of 5 (its last chunks put back into the socket and parsed again).
+ */
+const PAUSE_AT_BYTES = 64 * 1024;
+const PAUSE_AT_CHUNKS = 256;
+const RESUME_BELOW_BYTES = PAUSE_AT_BYTES / 4;
+const RESUME_BELOW_CHUNKS = PAUSE_AT_CHUNKS / 4;
 
 /**
  * An upstream response's body: its chunks in order, read once, by `for await` or `next()`.
@@ -214,10 +222,12 @@ const RESUME_BELOW = 4;
  * or `message_stop`, usually a few bytes before the HTTP body ends) lets the body go by reading off what is left,
  * at most 256 KB, so the connection goes back to the pool (aborting would close it: every stream would cost a new
  * connection; test/e2e/upstream-reuse.test.ts). `dump()` does the same on purpose; `destroy()` aborts the call.
- * The upstream is paused while 16 chunks wait unread.
+ * The upstream is paused while 64 KiB (or 256 chunks) wait unread.
  */
 export class UpstreamBody implements AsyncIterableIterator<Buffer> {
   private queue: Buffer[] = [];
+  /** The bytes of the chunks in `queue`. */
+  private unread = 0;
   private ended = false;
   private failure: unknown;
   private wake: (() => void) | undefined;
@@ -240,7 +250,8 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
       return;
     }
     this.queue.push(chunk);
-    if (this.queue.length >= PAUSE_AT && !this.paused) {
+    this.unread += chunk.length;
+    if (!this.paused && (this.unread >= PAUSE_AT_BYTES || this.queue.length >= PAUSE_AT_CHUNKS)) {
       this.paused = true;
       this.flow.pause();
     }
@@ -269,6 +280,11 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     }
   }
 
+  /** Little enough waits unread for a paused upstream to go on. */
+  private mayResume(): boolean {
+    return this.unread < RESUME_BELOW_BYTES && this.queue.length < RESUME_BELOW_CHUNKS;
+  }
+
   /** Why the body failed, once it has (chunks that came before are still read first). */
   get error(): unknown {
     return this.failure;
@@ -283,7 +299,8 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
   shift(): Buffer | undefined {
     if (this.discarding >= 0) return undefined;
     const chunk = this.queue.shift();
-    if (chunk && this.paused && this.queue.length < RESUME_BELOW) {
+    if (chunk) this.unread -= chunk.length;
+    if (chunk && this.paused && this.mayResume()) {
       this.paused = false;
       queueMicrotask(() => {
         if (!this.paused) this.flow.resume();
@@ -301,6 +318,7 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     if (!this.ended || this.failure !== undefined || this.discarding >= 0) return undefined;
     const all = this.queue;
     this.queue = [];
+    this.unread = 0;
     return all;
   }
 
@@ -318,7 +336,8 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     for (;;) {
       const chunk = this.queue.shift();
       if (chunk) {
-        if (this.paused && this.queue.length < RESUME_BELOW) {
+        this.unread -= chunk.length;
+        if (this.paused && this.mayResume()) {
           this.paused = false;
           this.flow.resume();
         }
@@ -343,8 +362,9 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
   dump(opts: { limit?: number } = {}): Promise<void> {
     if (this.discarding < 0) {
       this.discarding = opts.limit ?? 128 * 1024;
-      for (const c of this.queue) this.discarding -= c.length;
+      this.discarding -= this.unread;
       this.queue = [];
+      this.unread = 0;
       this.signal();
       if (!this.over && this.discarding < 0) this.flow.abort(new Error('upstream body larger than its reader let it read off'));
       if (this.paused) {

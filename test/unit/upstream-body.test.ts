@@ -36,19 +36,44 @@ describe('unit: UpstreamBody', () => {
     return { body: new UpstreamBody(flow), flow };
   }
 
-  it('gives the chunks in order, then done; pauses the upstream at 16 unread chunks and resumes below 4', async () => {
+  /** A chunk of exactly 1 KiB that says which it is. */
+  const kib = (i: number) => Buffer.from(String(i).padEnd(1024, '.'));
+
+  it('gives the chunks in order, then done; pauses the upstream at 64 KiB unread and resumes below 16 KiB', async () => {
     const { body, flow } = fed();
-    for (let i = 0; i < 20; i++) body.push(Buffer.from(String(i)));
+    for (let i = 0; i < 63; i++) body.push(kib(i));
+    expect(flow.pauses, '63 KiB unread').to.equal(0);
+    body.push(kib(63));
+    expect(flow.pauses, '64 KiB unread').to.equal(1);
+    for (let i = 64; i < 80; i++) body.push(kib(i));
     body.end();
-    expect(flow.pauses).to.equal(1);
-    const got: string[] = [];
-    for (let i = 0; i < 16; i++) got.push(String((await body.next()).value));
-    expect(flow.resumes, 'still 4 or more unread').to.equal(0);
-    got.push(String((await body.next()).value));
-    expect(flow.resumes, 'below 4 unread').to.equal(1);
-    for await (const c of body) got.push(String(c));
-    expect(got).to.deep.equal(Array.from({ length: 20 }, (_, i) => String(i)));
+    expect(flow.pauses, 'paused once').to.equal(1);
+    const got: Buffer[] = [];
+    for (let i = 0; i < 64; i++) got.push((await body.next()).value);
+    expect(flow.resumes, 'still 16 KiB unread').to.equal(0);
+    got.push((await body.next()).value);
+    expect(flow.resumes, 'below 16 KiB unread').to.equal(1);
+    for await (const c of body) got.push(c);
+    expect(got.map(String)).to.deep.equal(Array.from({ length: 80 }, (_, i) => String(kib(i))));
     expect(await body.next()).to.deep.equal({ value: undefined, done: true });
+  });
+
+  it('small chunks: a 24-chunk answer that arrives before its reader does not pause the upstream; 256 chunks do, resumed below 64', async () => {
+    const sse = (i: number) => Buffer.from(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"word ${i}"}}]}\n\n`);
+    const a = fed();
+    for (let i = 0; i < 24; i++) a.body.push(sse(i));
+    expect(a.flow.pauses).to.equal(0);
+    const b = fed();
+    for (let i = 0; i < 255; i++) b.body.push(Buffer.from('x'));
+    expect(b.flow.pauses, '255 chunks').to.equal(0);
+    b.body.push(Buffer.from('x'));
+    expect(b.flow.pauses, '256 chunks').to.equal(1);
+    for (let i = 0; i < 192; i++) b.body.shift();
+    await Promise.resolve();
+    expect(b.flow.resumes, '64 chunks unread').to.equal(0);
+    b.body.shift();
+    await Promise.resolve();
+    expect(b.flow.resumes, '63 chunks unread').to.equal(1);
   });
 
   it('a failure comes after the chunks that arrived before it, then the reader is done', async () => {
@@ -103,11 +128,11 @@ describe('unit: UpstreamBody', () => {
     expect(woke, 'once each').to.have.length(2);
     expect(String(body.shift())).to.equal('a');
     expect(String(body.shift())).to.equal('b');
-    for (let i = 0; i < 16; i++) body.push(Buffer.from(String(i)));
+    for (let i = 0; i < 64; i++) body.push(kib(i));
     expect(flow.pauses).to.equal(1);
-    for (let i = 0; i < 12; i++) body.shift();
+    for (let i = 0; i < 48; i++) body.shift();
     expect(flow.resumes).to.equal(0);
-    body.shift(); // 3 unread: below 4
+    body.shift(); // 15 KiB unread: below 16
     expect(flow.resumes, 'not from inside the caller (undici\'s data callback)').to.equal(0);
     await Promise.resolve();
     expect(flow.resumes).to.equal(1);
@@ -116,7 +141,7 @@ describe('unit: UpstreamBody', () => {
     body.end();
     expect(ended).to.equal(true);
     expect(body.over).to.equal(true);
-    expect([body.shift(), body.shift(), body.shift()].map(String)).to.deep.equal(['13', '14', '15']);
+    for (let i = 49; i < 64; i++) expect(String(body.shift())).to.equal(String(kib(i)));
     expect(body.shift()).to.equal(undefined);
 
     const failing = fed();
