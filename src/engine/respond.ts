@@ -3,9 +3,9 @@
  * backpressure respected (a slow reader pauses the upstream instead of growing memory), and the upstream
  * aborted when the client leaves. Frames made in the same tick (the headers and the first frame; events that
  * arrived in one read from the upstream) leave in one write at the end of the tick, never later, so nothing waits
- * for a later event: the tick's frames are joined into one string written once (and in the first tick the socket is
- * corked until then, so that the head leaves with them). (Each `res.write` of a chunked response is four writes to the socket's buffer, the chunk's size line, the
- * frame and two line ends, each one entry of the `writev` that leaves at the uncork: 24 frames were ~100 entries.)
+ * for a later event: the tick's frames are joined into one string written once (in the first tick the socket is
+ * corked until then, so that the head leaves with them). (Written one by one, 24 frames were ~100 entries of one
+ * `writev`: each `res.write` of a chunked response is four writes to the socket's buffer.)
  * A stream is ended with `endSse`, never `res.end()`: the tick's last frames and the end of the body leave in one
  * write (after a plain `res.end()` the frames still held for the tick would be dropped).
  *

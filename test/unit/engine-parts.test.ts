@@ -232,7 +232,7 @@ describe('unit: OpenAI wire mapping', () => {
     expect(flow.aborted, 'the body is let go').to.be.instanceOf(Error);
   });
 
-  it('reads chunks as they come: a waiting next() woken by the chunk, a piece that makes no event waits on, a backlog paused and resumed', async () => {
+  it('reads chunks as they come: a waiting next() woken by the chunk, a piece that makes no event waits on, a large backlog paused and resumed', async () => {
     const data = (text: string) => `data: ${JSON.stringify({ id: 'x', model: 'm', choices: [{ index: 0, delta: { content: text } }] })}\n\n`;
     const flow = { pauses: 0, resumes: 0, pause() { flow.pauses++; }, resume() { flow.resumes++; }, abort() {} };
     const body = new UpstreamBody(flow);
@@ -246,12 +246,19 @@ describe('unit: OpenAI wire mapping', () => {
     expect((await first).value).to.deep.include({ type: 'start' });
     expect((await second).value).to.deep.include({ type: 'text', text: 'a' });
     expect((await it.next()).value).to.deep.include({ type: 'text', text: 'b' });
-    // 20 chunks arrive while nobody reads: the upstream is paused at 16, resumed once the reader has taken them
+    // 20 chunks arrive while nobody reads: a few KB wait, the upstream is not paused
     for (let i = 0; i < 20; i++) body.push(Buffer.from(data(String(i))));
-    expect(flow.pauses).to.equal(1);
+    expect(flow.pauses).to.equal(0);
     const texts: string[] = [];
     for (let i = 0; i < 20; i++) texts.push(((await it.next()).value as { text: string }).text);
     expect(texts).to.deep.equal(Array.from({ length: 20 }, (_, i) => String(i)));
+    // 300 arrive: the upstream is paused at 256 unread chunks, resumed once the reader has taken them below 64
+    for (let i = 0; i < 300; i++) body.push(Buffer.from(data(`x${i}`)));
+    expect(flow.pauses).to.equal(1);
+    const more: string[] = [];
+    for (let i = 0; i < 300; i++) more.push(((await it.next()).value as { text: string }).text);
+    expect(more).to.deep.equal(Array.from({ length: 300 }, (_, i) => `x${i}`));
+    expect(flow.pauses).to.equal(1);
     expect(flow.resumes).to.equal(1);
     const last = it.next();
     body.push(Buffer.from('data: [DONE]\n\n'));
