@@ -18,8 +18,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startE2E, usageRows, type E2E } from '../support/e2e.js';
 
 const PACED = 'sim/chunks-4-every-150ms';
-/** A long stream (~20 MB of frames): more than the sockets between the simulator, the gateway and a client hold. */
-const LONG = 'sim/chunks-99999';
+/**
+ * A long stream: ~20 MB of frames to the client, ~120 MB from the upstream (each chunk padded with 1,000 characters of
+ * `obfuscation`), more than the sockets between the simulator, the gateway and a client hold. Unpadded (~20 MB from
+ * the upstream), a gateway's upstream socket whose receive buffer had grown while it read fast (up to tcp_rmem's 32
+ * MB here) and the simulator's send buffer sometimes took the rest of the stream, and the upstream finished although
+ * the gateway had stopped reading (1 run in 5).
+ */
+const LONG = 'sim/chunks-99999-padded-1000';
 const WORDS = ['w1 ', 'w2 ', 'w3 ', 'w4 '];
 
 /** Each text piece with the time (ms since the request was made) it reached the client. */
@@ -96,7 +102,8 @@ describe('e2e: streamed chunks reach the client as the upstream writes them', fu
   for (const path of ['/v1/chat/completions', '/v1/messages'] as const) {
     it(`a client that stops reading holds the upstream back (${path}); everything arrives once it reads again`, async () => {
       const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-        const req = http.request(`${e.origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }, resolve);
+        // a connection of its own (not one the other case's client grew the receive buffer of by reading fast)
+        const req = http.request(`${e.origin}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }, resolve);
         req.on('error', reject);
         req.end(JSON.stringify({ model: 'long/openai', stream: true, max_tokens: 200000, messages: [{ role: 'user', content: 'hi' }] }));
       });

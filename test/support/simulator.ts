@@ -29,6 +29,8 @@
  *   sim/chunks-<N>       N text chunks `w1 ` … `wN ` (non-stream: the joined text)
  *   sim/chunks-<N>-every-<M>ms  the same, each text chunk M ms after the piece before it, as a model writes;
  *                        the closing pieces follow the last text at once (non-stream: the joined text at once)
+ *   sim/chunks-<N>-padded-<B>  the same as sim/chunks-<N>, each OpenAI chunk with B characters of `obfuscation`
+ *                        padding (the same events in more bytes)
  *   sim/keepalive        streams interleave `: PROCESSING` comment lines between events
  *   sim/usage-with-choices  OpenAI streams: the last content chunk carries usage, finish_reason and a
  *                        non-empty choices array; no separate finish or usage chunk (even without include_usage)

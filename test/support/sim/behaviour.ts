@@ -11,7 +11,7 @@ export type Behaviour =
   | { kind: 'flaky'; failures: number }
   | { kind: 'stream-break' }
   | { kind: 'tool-call' }
-  | { kind: 'chunks'; n: number; everyMs?: number }
+  | { kind: 'chunks'; n: number; everyMs?: number; padBytes?: number }
   | { kind: 'keepalive' }
   | { kind: 'usage-with-choices' }
   | { kind: 'cached' }
@@ -45,6 +45,7 @@ export function behaviourOf(model: string | undefined): Behaviour {
   if ((g = m.match(/^sim\/flaky-(\d{1,6})$/))) return { kind: 'flaky', failures: Number(g[1]) };
   if ((g = m.match(/^sim\/chunks-(\d{1,5})$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]) };
   if ((g = m.match(/^sim\/chunks-(\d{1,5})-every-(\d{1,6})ms$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]), everyMs: Number(g[2]) };
+  if ((g = m.match(/^sim\/chunks-(\d{1,5})-padded-(\d{1,5})$/)) && Number(g[1]) >= 1) return { kind: 'chunks', n: Number(g[1]), padBytes: Number(g[2]) };
   if ((g = m.match(/^sim\/dribble-(\d{1,6})ms$/))) return { kind: 'dribble', ms: Number(g[1]) };
   if ((g = m.match(/^sim\/drip-(\d{1,6})ms$/))) return { kind: 'drip', ms: Number(g[1]) };
   const simple = ['stream-break', 'tool-call', 'keepalive', 'usage-with-choices', 'cached', 'json', 'malformed', 'hang', 'stop-seq', 'length',

@@ -100,7 +100,10 @@ function completion(sr: SimRequest, model: string, reply: Reply) {
 
 /** The SSE pieces of a chat stream, and after how many of them `sim/stream-break` cuts the connection. */
 function streamPieces(sr: SimRequest, model: string, reply: Reply, includeUsage: boolean): StreamPieces {
-  const base = { id: `chatcmpl-sim-${sr.seq}`, object: 'chat.completion.chunk', created: nowSeconds(), model, service_tier: 'default', system_fingerprint: FINGERPRINT };
+  const b = behaviourOf(model);
+  // sim/chunks-N-padded-B: every chunk carries B characters of OpenAI's `obfuscation` padding (more bytes, same events)
+  const pad = b.kind === 'chunks' && b.padBytes ? { obfuscation: 'p'.repeat(b.padBytes) } : {};
+  const base = { id: `chatcmpl-sim-${sr.seq}`, object: 'chat.completion.chunk', created: nowSeconds(), model, service_tier: 'default', system_fingerprint: FINGERPRINT, ...pad };
   // Like OpenAI: with include_usage every chunk carries `usage: null` until the final usage chunk.
   const usageNull = includeUsage && !reply.usageWithChoices ? { usage: null } : {};
   // Each event is made and serialised when its turn to be written comes (a Piece), as a real server streams.
