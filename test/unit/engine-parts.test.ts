@@ -311,26 +311,43 @@ describe('unit: OpenAI wire mapping', () => {
   });
 });
 
+const SSE_PATHS = ['through res.write (a head not flushed by startSse)', 'written to the socket directly (startSse)'] as const;
+
+/**
+ * A stream to a raw client that sent its request and does not read the answer until it is resumed: `fn` gets the
+ * stream's SseOut (made by `startSse`, or by hand after `writeHead` so that `res.write` writes), the response and
+ * the client.
+ */
+async function toNonReadingClient(how: typeof SSE_PATHS[number], fn: (out: import('../../src/engine/respond.js').SseOut, res: import('node:http').ServerResponse, client: import('node:net').Socket) => Promise<void>): Promise<void> {
+  const { SseOut, startSse } = await import('../../src/engine/respond.js');
+  const http = await import('node:http');
+  const net = await import('node:net');
+  let served: (res: import('node:http').ServerResponse) => void = () => {};
+  const got = new Promise<import('node:http').ServerResponse>((r) => (served = r));
+  const server = http.createServer((_req, res) => served(res)).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+  client.pause();
+  client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+  const res = await got;
+  try {
+    let out: InstanceType<typeof SseOut>;
+    if (how === SSE_PATHS[0]) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      out = new SseOut(res);
+    } else out = startSse(res, {});
+    await fn(out, res, client);
+  } finally {
+    client.destroy();
+    res.destroy();
+    await new Promise((r) => server.close(r));
+  }
+}
+
 describe('unit: SSE frames to a slow reader', () => {
-  for (const how of ['through res.write (a head not flushed by startSse)', 'written to the socket directly (startSse)']) it(`writeFrame hands back a promise only when the socket is full, settled once the reader has drained it: ${how}`, async () => {
-    const { SseOut, startSse, writeFrame } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
-    let served: (res: import('node:http').ServerResponse) => void = () => {};
-    const got = new Promise<import('node:http').ServerResponse>((r) => (served = r));
-    const server = http.createServer((_req, res) => served(res)).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    // A raw client that sends a request and does not read the answer until told to.
-    const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-    client.pause();
-    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    const res = await got;
-    try {
-      let out: InstanceType<typeof SseOut>;
-      if (how.startsWith('through')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        out = new SseOut(res);
-      } else out = startSse(res, {});
+  for (const how of SSE_PATHS) it(`writeFrame hands back a promise only when the socket is full, settled once the reader has drained it: ${how}`, async () => {
+    const { writeFrame } = await import('../../src/engine/respond.js');
+    await toNonReadingClient(how, async (out, _res, client) => {
       const frame = `data: ${'x'.repeat(256 * 1024)}\n\n`;
       expect(writeFrame(out, 'data: {"small":true}\n\n'), 'room in the socket: nothing to wait for').to.equal(undefined);
       // Frames go on until one's promise stays pending: the kernel's buffers too are full.
@@ -352,33 +369,14 @@ describe('unit: SSE frames to a slow reader', () => {
       client.resume();
       await stuck;
       expect(drained).to.equal(true);
-    } finally {
-      client.destroy();
-      res.destroy();
-      await new Promise((r) => server.close(r));
-    }
+    });
   });
 });
 
 describe('unit: SSE small frames, one per tick, to a reader that does not read', () => {
-  for (const how of ['through res.write (a head not flushed by startSse)', 'written to the socket directly (startSse)']) it(`writeFrame hands back a promise once the socket is full, not a frame after it: ${how}`, async () => {
-    const { SseOut, startSse, writeFrame } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
-    let served: (res: import('node:http').ServerResponse) => void = () => {};
-    const got = new Promise<import('node:http').ServerResponse>((r) => (served = r));
-    const server = http.createServer((_req, res) => served(res)).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-    client.pause();
-    client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    const res = await got;
-    try {
-      let out: InstanceType<typeof SseOut>;
-      if (how.startsWith('through')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        out = new SseOut(res);
-      } else out = startSse(res, {});
+  for (const how of SSE_PATHS) it(`writeFrame hands back a promise once the socket is full, not a frame after it: ${how}`, async () => {
+    const { writeFrame } = await import('../../src/engine/respond.js');
+    await toNonReadingClient(how, async (out, res, client) => {
       const frame = `data: ${'y'.repeat(1024)}\n\n`;
       let full: Promise<void> | void = undefined;
       let sent = 0;
@@ -392,11 +390,7 @@ describe('unit: SSE small frames, one per tick, to a reader that does not read',
       expect(buffered, 'what waits in the socket\'s buffer').to.be.lessThan(1024 * 1024);
       client.resume();
       await full;
-    } finally {
-      client.destroy();
-      res.destroy();
-      await new Promise((r) => server.close(r));
-    }
+    });
   });
 });
 
@@ -469,16 +463,42 @@ function chunksOf(body: string): string[] {
   return chunks;
 }
 
+/**
+ * Serves `handler` and sends `request` from a raw socket; the bytes that came back (latin1: a byte a character), once
+ * `done` says so or the server closed the connection.
+ */
+async function rawExchange(handler: import('node:http').RequestListener, request: string, done: (raw: string) => boolean = (raw) => raw.endsWith('\r\n0\r\n\r\n')): Promise<string> {
+  const http = await import('node:http');
+  const net = await import('node:net');
+  const server = http.createServer((req, res) => { req.resume(); handler(req, res); }).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  try {
+    const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
+    client.write(request);
+    let raw = '';
+    await new Promise<void>((resolve, reject) => {
+      client.on('data', (d) => { raw += d.toString('latin1'); if (done(raw)) resolve(); });
+      client.on('end', resolve);
+      client.on('error', reject);
+    });
+    client.destroy();
+    return raw;
+  } finally {
+    await new Promise((r) => server.close(r));
+  }
+}
+
+const GET = 'GET / HTTP/1.1\r\nHost: x\r\n\r\n';
+const headOf = (raw: string) => raw.slice(0, raw.indexOf('\r\n\r\n'));
+const bodyOfRaw = (raw: string) => raw.slice(raw.indexOf('\r\n\r\n') + 4);
+
 describe('unit: SSE chunks written to the socket as one piece', () => {
   const frame = (i: number) => `data: {"n":${i}}\n\n`;
 
   it('a later tick\'s frames are one socket write of one piece (not a writev of four), and the body is the same chunks', async () => {
     const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
     const writes: string[] = [];
-    const server = http.createServer((req, res) => {
-      req.resume();
+    const raw = await rawExchange((_req, res) => {
       const out = startSse(res, {});
       const socket = res.socket as import('node:net').Socket & { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
       const write = socket._write;
@@ -497,65 +517,33 @@ describe('unit: SSE chunks written to the socket as one piece', () => {
         }
       };
       setTimeout(tick, 20);
-    }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    try {
-      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-      let raw = '';
-      await new Promise<void>((resolve, reject) => {
-        client.on('data', (d) => { raw += d.toString('latin1'); if (raw.endsWith('\r\n0\r\n\r\n')) resolve(); });
-        client.on('error', reject);
-      });
-      client.destroy();
-      expect(raw.slice(0, raw.indexOf('\r\n\r\n'))).to.match(/transfer-encoding: chunked/i);
-      expect(chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4)), 'one chunk per tick, in order').to.deep.equal([0, 1, 2, 3, 4].map(frame));
-      // the head and the first tick's chunk leave together; each later tick is one piece; the end is the last
-      // chunk and the terminator together
-      expect(writes).to.deep.equal(['writev of 2', 'write', 'write', 'write', 'writev of 2']);
-    } finally {
-      await new Promise((r) => server.close(r));
-    }
+    }, GET);
+    expect(headOf(raw)).to.match(/transfer-encoding: chunked/i);
+    expect(chunksOf(bodyOfRaw(raw)), 'one chunk per tick, in order').to.deep.equal([0, 1, 2, 3, 4].map(frame));
+    // the head and the first tick's chunk leave together; each later tick is one piece; the end is the last chunk
+    // and the terminator together
+    expect(writes).to.deep.equal(['writev of 2', 'write', 'write', 'write', 'writev of 2']);
   });
 
   it('a frame with characters past ASCII: the chunk\'s size counts its UTF-8 bytes', async () => {
     const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
     const wide = 'data: {"text":"héllo → 世界 🎉"}\n\n';
-    const server = http.createServer((req, res) => {
-      req.resume();
+    const raw = await rawExchange((_req, res) => {
       const out = startSse(res, {});
       writeFrame(out, frame(0), true);
       setTimeout(() => {
         writeFrame(out, wide);
         setTimeout(() => { writeFrame(out, wide); endSse(out); }, 20);
       }, 20);
-    }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    try {
-      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-      const parts: Buffer[] = [];
-      await new Promise<void>((resolve, reject) => {
-        client.on('data', (d) => { parts.push(d); if (Buffer.concat(parts).toString('latin1').endsWith('\r\n0\r\n\r\n')) resolve(); });
-        client.on('error', reject);
-      });
-      client.destroy();
-      const raw = Buffer.concat(parts).toString('latin1'); // sizes count bytes: read the body byte for byte
-      const chunks = chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4)).map((c) => Buffer.from(c, 'latin1').toString('utf8'));
-      expect(chunks).to.deep.equal([frame(0), wide, wide]);
-    } finally {
-      await new Promise((r) => server.close(r));
-    }
+    }, GET);
+    // sizes count bytes: the body read byte for byte, each chunk decoded as UTF-8
+    const chunks = chunksOf(bodyOfRaw(raw)).map((c) => Buffer.from(c, 'latin1').toString('utf8'));
+    expect(chunks).to.deep.equal([frame(0), wide, wide]);
   });
 
   it('pipelined requests: the second stream, made while the first holds the socket, comes after it whole, and both are well framed', async () => {
     const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
-    const server = http.createServer((req, res) => {
-      req.resume();
+    const raw = await rawExchange((req, res) => {
       const name = req.url!.slice(1);
       const out = startSse(res, {});
       writeFrame(out, `data: ${name} 0\n\n`, true);
@@ -566,81 +554,35 @@ describe('unit: SSE chunks written to the socket as one piece', () => {
         else endSse(out);
       };
       setTimeout(tick, name === 'first' ? 30 : 5);
-    }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    try {
-      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-      client.write('GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n');
-      let raw = '';
-      await new Promise<void>((resolve, reject) => {
-        client.on('data', (d) => { raw += d.toString('latin1'); if ((raw.match(/\r\n0\r\n\r\n/g) ?? []).length === 2) resolve(); });
-        client.on('error', reject);
-      });
-      client.destroy();
-      const responses = raw.split(/(?=HTTP\/1\.1 200 OK)/);
-      expect(responses).to.have.length(2);
-      for (const [k, name] of ['first', 'second'].entries()) {
-        const r = responses[k];
-        expect(chunksOf(r.slice(r.indexOf('\r\n\r\n') + 4)).join(''), name).to.equal([0, 1, 2, 3].map((i) => `data: ${name} ${i}\n\n`).join(''));
-      }
-    } finally {
-      await new Promise((r) => server.close(r));
+    }, 'GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n', (r) => (r.match(/\r\n0\r\n\r\n/g) ?? []).length === 2);
+    const responses = raw.split(/(?=HTTP\/1\.1 200 OK)/);
+    expect(responses).to.have.length(2);
+    for (const [k, name] of ['first', 'second'].entries()) {
+      expect(chunksOf(bodyOfRaw(responses[k])).join(''), name).to.equal([0, 1, 2, 3].map((i) => `data: ${name} ${i}\n\n`).join(''));
     }
   });
 
   it('a head not yet flushed (an SseOut made by hand after writeHead): the frames go through res.write, after the head', async () => {
     const { SseOut, writeFrame, endSse } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
-    const server = http.createServer((req, res) => {
-      req.resume();
+    const raw = await rawExchange((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const out = new SseOut(res);
       writeFrame(out, frame(0), true);
       setTimeout(() => { writeFrame(out, frame(1), true); endSse(out); }, 20);
-    }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    try {
-      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-      client.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-      let raw = '';
-      await new Promise<void>((resolve, reject) => {
-        client.on('data', (d) => { raw += d.toString('latin1'); if (raw.endsWith('\r\n0\r\n\r\n')) resolve(); });
-        client.on('error', reject);
-      });
-      client.destroy();
-      expect(raw).to.match(/^HTTP\/1\.1 200 OK\r\n/);
-      expect(chunksOf(raw.slice(raw.indexOf('\r\n\r\n') + 4))).to.deep.equal([frame(0), frame(1)]);
-    } finally {
-      await new Promise((r) => server.close(r));
-    }
+    }, GET);
+    expect(raw).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(chunksOf(bodyOfRaw(raw))).to.deep.equal([frame(0), frame(1)]);
   });
 
   it('an HTTP/1.0 client (no chunked encoding): the frames as they are, then the connection closes', async () => {
     const { startSse, writeFrame, endSse } = await import('../../src/engine/respond.js');
-    const http = await import('node:http');
-    const net = await import('node:net');
-    const server = http.createServer((req, res) => {
-      req.resume();
+    const raw = await rawExchange((_req, res) => {
       const out = startSse(res, {});
       writeFrame(out, frame(0), true);
       setTimeout(() => { writeFrame(out, frame(1), true); setTimeout(() => { writeFrame(out, frame(2), true); endSse(out); }, 20); }, 20);
-    }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
-    try {
-      const client = net.connect((server.address() as import('node:net').AddressInfo).port, '127.0.0.1');
-      client.write('GET / HTTP/1.0\r\nHost: x\r\n\r\n');
-      let raw = '';
-      await new Promise<void>((resolve, reject) => {
-        client.on('data', (d) => { raw += d.toString('latin1'); });
-        client.on('end', resolve);
-        client.on('error', reject);
-      });
-      expect(raw.slice(0, raw.indexOf('\r\n\r\n'))).to.not.match(/transfer-encoding/i);
-      expect(raw.slice(raw.indexOf('\r\n\r\n') + 4)).to.equal([0, 1, 2].map(frame).join(''));
-    } finally {
-      await new Promise((r) => server.close(r));
-    }
+    }, 'GET / HTTP/1.0\r\nHost: x\r\n\r\n', () => false); // until the server closes the connection
+    expect(headOf(raw)).to.not.match(/transfer-encoding/i);
+    expect(bodyOfRaw(raw)).to.equal([0, 1, 2].map(frame).join(''));
   });
 });
 
