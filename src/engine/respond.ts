@@ -82,9 +82,14 @@ function directSocket(out: SseOut): Socket | undefined {
   return out.headFlushed && socket && socket.writable && res.chunkedEncoding && res.writableLength === socket.writableLength ? socket : undefined;
 }
 
-/** `frames` as one chunk of the chunked encoding: its size in bytes (hex), a line end, the frames, a line end. */
-function chunk(frames: string, ascii: boolean): string {
-  return `${(ascii ? frames.length : Buffer.byteLength(frames)).toString(16)}\r\n${frames}\r\n`;
+/**
+ * Writes `frames` to `socket` as one chunk of the chunked encoding: its size in bytes (hex), a line end, the frames,
+ * a line end; as latin1 when the frames are all ASCII. False when the socket's buffer is full.
+ */
+function writeChunk(socket: Socket, frames: string, ascii: boolean): boolean {
+  return ascii
+    ? socket.write(`${frames.length.toString(16)}\r\n${frames}\r\n`, 'latin1')
+    : socket.write(`${Buffer.byteLength(frames).toString(16)}\r\n${frames}\r\n`);
 }
 
 /**
@@ -94,7 +99,7 @@ function chunk(frames: string, ascii: boolean): string {
 function writeHeld(out: SseOut, frames: string, ascii: boolean): boolean {
   const { res } = out;
   const socket = directSocket(out);
-  if (socket) return ascii ? socket.write(chunk(frames, true), 'latin1') : socket.write(chunk(frames, false));
+  if (socket) return writeChunk(socket, frames, ascii);
   return ascii ? res.write(frames, 'latin1') : res.write(frames);
 }
 
@@ -158,8 +163,7 @@ export function endSse(out: SseOut): void {
     if (socket) {
       // corked, so that the chunk and the end's terminator leave in one write (Node's end() uncorks the socket)
       socket.cork();
-      if (out.ascii) socket.write(chunk(frames, true), 'latin1');
-      else socket.write(chunk(frames, false));
+      writeChunk(socket, frames, out.ascii);
       res.end();
     } else if (out.ascii) res.end(frames, 'latin1');
     else res.end(frames);

@@ -21,6 +21,7 @@
  * differs there (another model, a finish reason, a tool call) is another shape or none.
  */
 
+import { isDeepStrictEqual } from 'node:util';
 import { literalText } from './literal-template.js';
 
 const INTEGER = /^(?:0|[1-9][0-9]{0,14})$/;
@@ -99,15 +100,8 @@ class Shape {
           break;
         }
         default: {
-          // the literal ends at the first quote not escaped, i.e. after an even run of backslashes
-          end = data.indexOf('"', pos);
-          for (;;) {
-            if (end < 0) return undefined;
-            let b = end;
-            while (b > pos && data.charCodeAt(b - 1) === 92) b--;
-            if ((end - b) % 2 === 0) break;
-            end = data.indexOf('"', end + 1);
-          }
+          end = closingQuote(data, pos);
+          if (end < 0) return undefined;
           // escapes: JSON decodes them; a raw control character is not JSON, and the whole chunk's parse will say so
           const text = literalText(data.slice(pos, end));
           if (text === undefined) return undefined;
@@ -200,7 +194,7 @@ export class ChunkShapes {
     }
     const expected = structuredClone(parsed);
     holes.forEach((h, i) => { const s = slotOf(expected, h.path); s.holder[s.key] = probes[i]; });
-    if (!sameJson(probed, expected)) return undefined;
+    if (!isDeepStrictEqual(probed, expected)) return undefined;
     // The shape keeps a copy of its own: `parsed` is the caller's, and a match writes into the shape's object.
     const own = structuredClone(parsed);
     const shape = new Shape(fixed, kinds, holes.map((h) => slotOf(own, h.path)), own);
@@ -258,13 +252,9 @@ export function valueSpans(text: string): Span[] | undefined {
   };
   /** The end of the string literal whose opening quote is at i (the offset of its closing quote). */
   const stringEnd = (): number => {
-    let j = i + 1;
-    for (;;) {
-      const c = text.charCodeAt(j);
-      if (Number.isNaN(c)) throw new Error('unterminated');
-      if (c === 34) return j;
-      j += c === 92 ? 2 : 1;
-    }
+    const j = closingQuote(text, i + 1);
+    if (j < 0) throw new Error('unterminated');
+    return j;
   };
   const value = (path: Path, depth: number): void => {
     if (depth > 32) throw new Error('too deep');
@@ -330,15 +320,15 @@ function slotOf(root: any, path: Path): Slot {
   return { holder, key: path[path.length - 1] };
 }
 
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    if (ka[i] !== kb[i] || !sameJson((a as any)[ka[i]], (b as any)[kb[i]])) return false;
+/**
+ * The offset of the quote that closes a string literal whose inside starts at `from` (the first quote not escaped,
+ * i.e. after an even run of backslashes), or -1 when it is not closed.
+ */
+function closingQuote(text: string, from: number): number {
+  for (let end = text.indexOf('"', from); end >= 0; end = text.indexOf('"', end + 1)) {
+    let b = end;
+    while (b > from && text.charCodeAt(b - 1) === 92) b--;
+    if ((end - b) % 2 === 0) return end;
   }
-  return true;
+  return -1;
 }
