@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000]
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare]
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -28,6 +28,9 @@
  * and anything the load's concurrency changes. Under callgrind the gateway runs ~50 times slower, so what a timer
  * batches (the usage recorder's flush, the WAL checkpoint) takes in fewer requests than at full speed and counts
  * for more per request than it does in `npm run bench`: compare builds with it, not with the timed figures.
+ * `--bare` counts the bench's bare pass-through proxy (bench/bare-proxy.ts: node:http + undici, the practical
+ * ceiling of `npm run bench`) the same way, at the same time, and prints the head's count beside it: what the
+ * gateway's own work costs in instructions, a figure the VM's speed does not move.
  * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
  */
 import fs from 'node:fs';
@@ -35,7 +38,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { request } from 'undici';
-import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
+import { spawn } from 'node:child_process';
+import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, children, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -44,6 +48,7 @@ const MODES = (arg('--modes') ?? 'c1,single').split(',');
 const N = Number(arg('--n') ?? 400);
 const REPS = Number(arg('--reps') ?? 5);
 const WARMUP = Number(arg('--warmup') ?? 4000);
+const BARE = process.argv.includes('--bare');
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
 /** Modes whose requests take long enough that their warm-up runs 16 at a time. */
 const SLOW = new Set(['paced']);
@@ -82,6 +87,23 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number } {
   return { main, all };
 }
 
+/** The bare proxy under `wrap` (callgrind), with the gateways' V8 flags; its URL once it listens. */
+function startBare(wrap: string[], simUrl: string): Promise<{ url: string; key: string; pid: number; child: ReturnType<typeof spawn> }> {
+  const child = spawn(wrap[0], [...wrap.slice(1), process.execPath, ...NODE_FLAGS, '--import', 'tsx', path.join(ROOT, 'bench/bare-proxy.ts'), simUrl, '0'],
+    { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'inherit'] }); // HOST: as the gateways' (control)
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the bare proxy did not start under callgrind: ${out}`)), 300_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m) { clearTimeout(t); resolve({ url: m[1], key: 'unused', pid: child.pid!, child }); }
+    });
+    child.on('exit', (code) => { clearTimeout(t); reject(new Error(`the bare proxy exited ${code}: ${out}`)); });
+  });
+}
+
 async function main() {
   const builds: Build[] = [];
   try {
@@ -91,7 +113,14 @@ async function main() {
     const wrap = ['valgrind', '-q', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', '--instr-atstart=no',
       `--vgdb-prefix=${OUT}/vgdb`, `--callgrind-out-file=${OUT}/callgrind.out.%p`];
     log(`starting both gateways under callgrind (dumps in ${OUT})`);
-    const gws = await Promise.all(builds.map((b) => benchGateway(b.label, {}, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
+    const gws: Array<{ url: string; key: string; pid: number; child: { kill(s: NodeJS.Signals): unknown } }> =
+      await Promise.all(builds.map((b) => benchGateway(b.label, {}, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
+    const labels = builds.map((b) => b.label);
+    if (BARE) {
+      log('starting the bare proxy under callgrind');
+      gws.push(await startBare(wrap, sim.match[1]));
+      labels.push('bare proxy');
+    }
     // The modes take turns request by request: code V8 optimised for one alone is thrown away when the other comes
     // (a mode measured after another ran partly in V8's baseline tier), and fed both it stays.
     log(`warming each with ${WARMUP} requests of each mode, taking turns (not counted)`);
@@ -105,10 +134,10 @@ async function main() {
     // the code is translated again once instrumented: a few requests more before counting
     await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
-    const counts = builds.map(() => MODES.map(() => [] as Array<{ main: number; all: number }>)); // [build][mode][rep]
+    const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number }>)); // [build (, bare)][mode][rep]
     for (let rep = 0; rep < REPS; rep++) {
       for (let m = 0; m < MODES.length; m++) {
-        // both builds at once: the counts do not depend on the other's load
+        // both builds (and the bare proxy) at once: the counts do not depend on the others' load
         await Promise.all(gws.map(async (gw, b) => {
           control(gw.pid, '--zero');
           for (let i = 0; i < N; i++) await one(gw.url, gw.key, BODIES[MODES[m]]);
@@ -118,7 +147,7 @@ async function main() {
           const d = dumped(gw.pid, seen);
           const per = { main: Math.round(d.main / N), all: Math.round(d.all / N) };
           counts[b][m].push(per);
-          log(`rep ${rep + 1}/${REPS} ${builds[b].label} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
+          log(`rep ${rep + 1}/${REPS} ${labels[b]} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
         }));
       }
     }
@@ -126,7 +155,7 @@ async function main() {
     sim.child.kill('SIGTERM');
 
     const rows: string[][] = [['mode', 'instructions per request', builds[0].label, builds[1].label, 'change', 'head fewer in',
-      'fewest (base / head)', 'spread of reps (base / head)']];
+      'fewest (base / head)', 'spread of reps (base / head)', ...(BARE ? ['bare proxy', 'head − bare'] : [])]];
     const json: Record<string, unknown> = { base: builds[0].label, head: builds[1].label, n: N, reps: REPS, warmup: WARMUP, dumps: OUT, modes: {} };
     MODES.forEach((mode, m) => {
       const figures = (['main', 'all'] as const).map((k) => {
@@ -135,15 +164,18 @@ async function main() {
         // repetition k of both builds ran at the same time
         const fewer = head.filter((h, i) => h < base[i]).length;
         const spread = (xs: number[]) => `${round(((Math.max(...xs) - Math.min(...xs)) / median(xs)) * 100, 1)} %`;
+        const bare = BARE ? counts[2][m].map((c) => c[k]) : undefined;
         rows.push([mode, k === 'main' ? 'main thread' : 'all threads', String(median(base)), String(median(head)),
           `${round(((median(head) - median(base)) / median(base)) * 100, 1)} %`, `${fewer} of ${REPS} pairs`,
-          `${Math.min(...base)} / ${Math.min(...head)}`, `${spread(base)} / ${spread(head)}`]);
-        return { figure: k, base, head, baseMedian: median(base), headMedian: median(head), headFewerInPairs: fewer, baseFewest: Math.min(...base), headFewest: Math.min(...head) };
+          `${Math.min(...base)} / ${Math.min(...head)}`, `${spread(base)} / ${spread(head)}`,
+          ...(bare ? [String(median(bare)), `${median(head) - median(bare)} (${round(median(head) / median(bare), 2)} ×)`] : [])]);
+        return { figure: k, base, head, baseMedian: median(base), headMedian: median(head), headFewerInPairs: fewer, baseFewest: Math.min(...base), headFewest: Math.min(...head),
+          ...(bare ? { bare, bareMedian: median(bare) } : {}) };
       });
       (json.modes as Record<string, unknown>)[mode] = figures;
     });
     console.log(formatTable(rows));
-    console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
+    console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));
     log('wrote bench/results/instructions.json');
