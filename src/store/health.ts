@@ -1,7 +1,7 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
-import { healthBucketDeltas, writeHealthBucketsSqlite } from './rollups.js';
+import { RowsInsert, healthBucketDeltas, writeHealthBucketsSqlite } from './rollups.js';
 import type { SqliteWriteBatch } from './sqlite-batch.js';
 import { KeyedRows } from './keyed-rows.js';
 import { writeHealthPg, type RecordWriter } from './pg-records.js';
@@ -151,6 +151,9 @@ const HEALTH_UPSERT_SQLITE = `insert into model_health (gateway, model, provider
     ${HEALTH_ON_CONFLICT}`;
 
 /** A flush of health observations on SQLite, as prepared statements in the group commit (PostgreSQL's: src/store/pg-records.ts). */
+/** The raw observations' rows (multi-row INSERTs: src/store/rollups.ts RowsInsert). */
+const HISTORY_INSERT = new RowsInsert('insert into model_health_history (gateway, model, ts, ok, status, latency_ms, source)', 7);
+
 function writeHealthSqlite(batch: SqliteWriteBatch, folds: HealthFold[], observations: HealthObservation[]): void {
   const upsert = batch.statement(HEALTH_UPSERT_SQLITE);
   for (const f of folds) {
@@ -161,7 +164,8 @@ function writeHealthSqlite(batch: SqliteWriteBatch, folds: HealthFold[], observa
       last_success: f.last_success, last_failure: f.last_failure,
     });
   }
-  const history = batch.statement('insert into model_health_history (gateway, model, ts, ok, status, latency_ms, source) values (?, ?, ?, ?, ?, ?, ?)');
-  for (const o of observations) history.run(o.gateway, o.model, o.ts, o.ok ? 1 : 0, o.status, o.latencyMs, o.source);
+  const history: unknown[] = [];
+  for (const o of observations) history.push(o.gateway, o.model, o.ts, o.ok ? 1 : 0, o.status, o.latencyMs, o.source);
+  HISTORY_INSERT.run(batch, history);
   writeHealthBucketsSqlite(batch, healthBucketDeltas(observations));
 }

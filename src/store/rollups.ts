@@ -100,20 +100,59 @@ export const BUCKETS_ON_CONFLICT = `on conflict (gateway, model, bucket) do upda
   successes = model_health_buckets.successes + excluded.successes, latency_sum = model_health_buckets.latency_sum + excluded.latency_sum,
   latency_n = model_health_buckets.latency_n + excluded.latency_n`;
 
+/** The row counts of RowsInsert's statements, largest first. */
+const ROW_CHUNKS = [64, 16, 4, 1] as const;
+
 /**
- * A flush of usage records on SQLite: the rows, the rollup and the last-seen upserts, as prepared statements in the
- * group commit (one statement per row is the fast way there: no SQL is built per batch, nothing is re-prepared).
- * PostgreSQL's is set-based: src/store/pg-records.ts.
+ * Raw rows inserted on SQLite with multi-row INSERTs, each a prepared statement made once: chunks of 64, 16, 4 and 1
+ * rows. Every statement run costs better-sqlite3 the same whatever it inserts: the call into C++, the VDBE program's
+ * start and end, its cursors opened and closed, and a result object with two properties set through V8's API
+ * (~3,300 instructions of the ~5,500: docs/PERFORMANCE.md, session 34); SQLite's work per row is the same either way.
+ * Values are passed as arguments (spread), not as an array: better-sqlite3 reads an array's elements through V8's
+ * API one by one (~430 instructions each: session 31).
  */
-export function writeUsageSqlite(batch: SqliteWriteBatch, records: UsageRecord[], d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): void {
-  // Values as arguments in the columns' order (USAGE_COLUMNS, ROLLUP_COLUMNS), not as an array: better-sqlite3 reads an
-  // array's elements through V8's API one by one (~430 instructions each: docs/PERFORMANCE.md, session 31).
-  const insert = batch.statement(SQLITE_TEXTS.usage);
+export class RowsInsert {
+  private readonly texts: string[];
+
+  /** `head`: `insert into <table> (<columns>)`, `width` columns. */
+  constructor(head: string, private readonly width: number) {
+    const row = `(${marks(width)})`;
+    this.texts = ROW_CHUNKS.map((n) => `${head} values ${Array(n).fill(row).join(', ')}`);
+  }
+
+  /** Inserts the rows whose values `values` holds one row after another (`width` each), in that order. */
+  run(batch: SqliteWriteBatch, values: unknown[]): void {
+    const w = this.width;
+    const rows = values.length / w;
+    let at = 0;
+    for (let c = 0; c < ROW_CHUNKS.length && at < rows; c++) {
+      const n = ROW_CHUNKS[c];
+      if (rows - at < n) continue;
+      const statement = batch.statement(this.texts[c]);
+      for (; rows - at >= n; at += n) statement.run(...values.slice(at * w, (at + n) * w));
+    }
+  }
+}
+
+/** The usage rows' values in USAGE_COLUMNS' order, one row after another. */
+function usageValues(records: UsageRecord[]): unknown[] {
+  const v: unknown[] = [];
   for (const r of records) {
-    insert.run(r.request_id, r.user_id ?? null, r.key_id ?? null, r.endpoint, r.gateway, r.provider, r.model, r.status,
+    v.push(r.request_id, r.user_id ?? null, r.key_id ?? null, r.endpoint, r.gateway, r.provider, r.model, r.status,
       r.error_class ?? null, r.http_status ?? null, r.prompt_tokens ?? null, r.completion_tokens ?? null, r.cached_tokens ?? null,
       r.cost_nano ?? null, r.latency_ms ?? null, r.ttft_ms ?? null, r.created_at);
   }
+  return v;
+}
+
+/**
+ * A flush of usage records on SQLite: the rows (multi-row INSERTs, RowsInsert), the rollup and the last-seen upserts
+ * (one statement run per row: a flush has few), as prepared statements in the group commit: no SQL is built per
+ * batch, nothing is re-prepared. PostgreSQL's is set-based: src/store/pg-records.ts.
+ */
+export function writeUsageSqlite(batch: SqliteWriteBatch, records: UsageRecord[], d: { rollup: UsageRollupTable[]; seen: UsageUserSeenTable[] }): void {
+  USAGE_INSERT.run(batch, usageValues(records));
+  // values as arguments in ROLLUP_COLUMNS' order, as RowsInsert's (above)
   const rollup = batch.statement(SQLITE_TEXTS.rollup);
   for (const w of d.rollup) {
     rollup.run(w.grain, w.period, w.gateway, w.provider, w.model, w.requests, w.successes, w.failures, w.prompt_tokens,
@@ -129,7 +168,6 @@ const ROLLUP_COLUMNS = [...ROLLUP_KEY, ...SUM_COLUMNS] as const;
  * prepared statement (src/store/sqlite-batch.ts `statement`).
  */
 const SQLITE_TEXTS = {
-  usage: `insert into usage_records (${USAGE_COLUMNS.join(', ')}) values (${marks(USAGE_COLUMNS.length)})`,
   rollup: `insert into usage_rollup (${ROLLUP_COLUMNS.join(', ')}) values (${marks(ROLLUP_COLUMNS.length)})
     ${ROLLUP_ON_CONFLICT}`,
   seen: `insert into usage_user_seen (scope_gateway, scope_model, user_id, last_at) values (?, ?, ?, ?)
@@ -137,6 +175,8 @@ const SQLITE_TEXTS = {
   buckets: `insert into model_health_buckets (gateway, model, bucket, calls, successes, latency_sum, latency_n) values (?, ?, ?, ?, ?, ?, ?)
     ${BUCKETS_ON_CONFLICT}`,
 };
+
+const USAGE_INSERT = new RowsInsert(`insert into usage_records (${USAGE_COLUMNS.join(', ')})`, USAGE_COLUMNS.length);
 
 /** The 5-minute health buckets' upsert for SQLite's group commit. */
 export function writeHealthBucketsSqlite(batch: SqliteWriteBatch, rows: ModelHealthBucketsTable[]): void {

@@ -4,6 +4,7 @@ import { Kysely, SqliteDialect, sql } from 'kysely';
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteWriteBatch } from '../../src/store/sqlite-batch.js';
+import { RowsInsert } from '../../src/store/rollups.js';
 import type { WalCheckpointer } from '../../src/store/wal-checkpointer.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { sqliteConfig } from '../support/db.js';
@@ -405,6 +406,29 @@ describe('SqliteWriteBatch (group commit)', () => {
       sleep(2000).then(() => 'hung'),
     ]);
     expect(outcome).to.equal('rejected: The database connection is not open');
+  });
+
+  it('RowsInsert: a flush\'s rows go in multi-row INSERTs of 64, 16, 4 and 1 rows, each row once, in order, with its own values', async () => {
+    raw.exec('create table r (id integer primary key, a text, b integer, c real)');
+    const rows = new RowsInsert('insert into r (a, b, c)', 3);
+    // statement runs counted through the batch's prepared statements
+    let runs = 0;
+    const statement = batch.statement.bind(batch);
+    batch.statement = (text: string) => {
+      const s = statement(text);
+      return { run: (...args: unknown[]) => { runs++; return s.run(...args); } } as unknown as SQLite.Statement;
+    };
+    // rows → statement runs: 150 = 64 + 64 + 16 + 4 + 1 + 1
+    for (const [n, expected] of [[0, 0], [1, 1], [3, 3], [4, 1], [5, 2], [21, 3], [64, 1], [85, 4], [150, 6]]) {
+      raw.exec('delete from r');
+      runs = 0;
+      const values: unknown[] = [];
+      for (let i = 0; i < n; i++) values.push(`row ${i}`, i * 10, i % 7 === 3 ? null : i / 4);
+      await batch.run(() => rows.run(batch, values));
+      const stored = observer.prepare('select a, b, c from r order by id').raw().all();
+      expect(stored, `${n} rows`).to.deep.equal(Array.from({ length: n }, (_, i) => [`row ${i}`, i * 10, i % 7 === 3 ? null : i / 4]));
+      expect(runs, `statement runs for ${n} rows`).to.equal(expected);
+    }
   });
 });
 

@@ -402,6 +402,29 @@ for (const dialect of DIALECTS) {
       expect(await store.sessions.messages(s.id)).to.deep.equal([]);
     });
 
+    it('usage and health: a flush of 150 records stores each once with its own values (SQLite: in multi-row INSERTs)', async () => {
+      const rid = crypto.randomUUID();
+      const at = Date.now();
+      const before = await store.usage.count();
+      const records = Array.from({ length: 150 }, (_, i) => ({ request_id: `${rid}-${i}`, user_id: null, key_id: null, endpoint: 'chat',
+        gateway: 'g150', provider: 'p', model: `m${i % 3}`, status: i % 5 ? 'success' : 'error', error_class: null, http_status: 200,
+        prompt_tokens: i, completion_tokens: 2 * i, cached_tokens: 0, cost_nano: 1000 + i, latency_ms: 10 + i, ttft_ms: i % 4 ? 3 : null, created_at: at + i }));
+      await store.usage.insertMany(records);
+      expect(await store.usage.count()).to.equal(before + 150);
+      for (const i of [0, 1, 63, 64, 127, 128, 143, 144, 147, 148, 149]) {
+        const [row] = await store.usage.byRequestId(`${rid}-${i}`);
+        expect([row.model, row.status, Number(row.prompt_tokens), Number(row.cost_nano), row.ttft_ms === null ? null : Number(row.ttft_ms), Number(row.created_at)], `record ${i}`)
+          .to.deep.equal([`m${i % 3}`, i % 5 ? 'success' : 'error', i, 1000 + i, i % 4 ? 3 : null, at + i]);
+      }
+      const now = Date.now();
+      await store.health.record(Array.from({ length: 150 }, (_, i) => ({ gateway: 'g150', model: 'm', provider: 'p', ok: i % 2 === 0,
+        status: i % 2 ? 'error' : 'success', latencyMs: i, error: null, ts: now + i, source: 'passive' as const })));
+      const history = await store.db.selectFrom('model_health_history').select(['ts', 'ok', 'latency_ms'])
+        .where('gateway', '=', 'g150').orderBy('ts').execute();
+      expect(history.map((r) => [Number(r.ts) - now, Number(r.ok), Number(r.latency_ms)]))
+        .to.deep.equal(Array.from({ length: 150 }, (_, i) => [i, i % 2 === 0 ? 1 : 0, i]));
+    });
+
     it('usage and health: batched writes are stored exactly', async () => {
       const rid = crypto.randomUUID();
       const at = Date.now();
