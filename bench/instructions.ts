@@ -62,6 +62,14 @@ if (!BASE) throw new Error('--base <rev> is required');
  * 30–40 % more than those before. The JIT's functions are named for callgrind_annotate (`--perf-basic-prof`).
  */
 const NODE_FLAGS = ['--perf-basic-prof', '--no-memory-reducer', '--min-semi-space-size=16', '--max-semi-space-size=16'];
+/**
+ * The gateways' timers that run by wall time are off (or an hour apart) while counting: the catalog's health refresh
+ * (every 15 s, ~6.7 M instructions a refresh under callgrind), the C allocator's trim (5 s) and the instance
+ * heartbeat's write (5 s). At full speed they come once per tens of thousands of requests; ~50 times slower under
+ * callgrind, they came every few dozen and were counted as per-request work (~130,000 instructions a paced stream:
+ * docs/PERFORMANCE.md, sessions 33 and 34).
+ */
+const TIMER_ENV = { CATALOG_HEALTH_REFRESH_MS: '0', MEMORY_TRIM_INTERVAL_MS: '0', INSTANCE_HEARTBEAT_MS: '600000' };
 const OUT = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-instructions-'));
 /** callgrind_control finds a process by a file named with $USER and $HOST: the gateway's HOST is 127.0.0.1. */
 const control = (pid: number, ...args: string[]) =>
@@ -114,7 +122,7 @@ async function main() {
       `--vgdb-prefix=${OUT}/vgdb`, `--callgrind-out-file=${OUT}/callgrind.out.%p`];
     log(`starting both gateways under callgrind (dumps in ${OUT})`);
     const gws: Array<{ url: string; key: string; pid: number; child: { kill(s: NodeJS.Signals): unknown } }> =
-      await Promise.all(builds.map((b) => benchGateway(b.label, {}, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
+      await Promise.all(builds.map((b) => benchGateway(b.label, TIMER_ENV, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
     const labels = builds.map((b) => b.label);
     if (BARE) {
       log('starting the bare proxy under callgrind');
