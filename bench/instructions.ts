@@ -36,9 +36,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { request } from 'undici';
-import { spawn } from 'node:child_process';
 import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, children, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };

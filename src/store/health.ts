@@ -150,10 +150,10 @@ const HEALTH_UPSERT_SQLITE = `insert into model_health (gateway, model, provider
       @last_error, @last_latency_ms, @last_checked, @last_success, @last_failure)
     ${HEALTH_ON_CONFLICT}`;
 
-/** A flush of health observations on SQLite, as prepared statements in the group commit (PostgreSQL's: src/store/pg-records.ts). */
 /** The raw observations' rows (multi-row INSERTs: src/store/rollups.ts RowsInsert). */
 const HISTORY_INSERT = new RowsInsert('insert into model_health_history (gateway, model, ts, ok, status, latency_ms, source)', 7);
 
+/** A flush of health observations on SQLite, as prepared statements in the group commit (PostgreSQL's: src/store/pg-records.ts). */
 function writeHealthSqlite(batch: SqliteWriteBatch, folds: HealthFold[], observations: HealthObservation[]): void {
   const upsert = batch.statement(HEALTH_UPSERT_SQLITE);
   for (const f of folds) {

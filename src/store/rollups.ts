@@ -106,8 +106,9 @@ const ROW_CHUNKS = [64, 16, 4, 1] as const;
 /**
  * Raw rows inserted on SQLite with multi-row INSERTs, each a prepared statement made once: chunks of 64, 16, 4 and 1
  * rows. Every statement run costs better-sqlite3 the same whatever it inserts: the call into C++, the VDBE program's
- * start and end, its cursors opened and closed, and a result object with two properties set through V8's API
- * (~3,300 instructions of the ~5,500: docs/PERFORMANCE.md, session 34); SQLite's work per row is the same either way.
+ * start and end, its cursors opened and closed, usage_records' AUTOINCREMENT counter, and a result object with two
+ * properties set through V8's API (~3,300 instructions: docs/PERFORMANCE.md, session 34); SQLite's work per row is
+ * the same either way.
  * Values are passed as arguments (spread), not as an array: better-sqlite3 reads an array's elements through V8's
  * API one by one (~430 instructions each: session 31).
  */
