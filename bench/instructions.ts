@@ -36,9 +36,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { request } from 'undici';
-import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, children, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
@@ -94,23 +94,6 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number } {
   return { main, all };
 }
 
-/** The bare proxy under `wrap` (callgrind), with the gateways' V8 flags; its URL once it listens. */
-function startBare(wrap: string[], simUrl: string): Promise<{ url: string; key: string; pid: number; child: ReturnType<typeof spawn> }> {
-  const child = spawn(wrap[0], [...wrap.slice(1), process.execPath, ...NODE_FLAGS, '--import', 'tsx', path.join(ROOT, 'bench/bare-proxy.ts'), simUrl, '0'],
-    { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'inherit'] }); // HOST: as the gateways' (control)
-  children.push(child);
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`the bare proxy did not start under callgrind: ${out}`)), 300_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d;
-      const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m) { clearTimeout(t); resolve({ url: m[1], key: 'unused', pid: child.pid!, child }); }
-    });
-    child.on('exit', (code) => { clearTimeout(t); reject(new Error(`the bare proxy exited ${code}: ${out}`)); });
-  });
-}
-
 async function main() {
   const builds: Build[] = [];
   try {
@@ -125,7 +108,10 @@ async function main() {
     const labels = builds.map((b) => b.label);
     if (BARE) {
       log('starting the bare proxy under callgrind');
-      gws.push(await startBare(wrap, sim.match[1]));
+      // HOST: as the gateways' (callgrind_control finds the process by it)
+      const bare = await startTs('bench/bare-proxy.ts', [sim.match[1], '0'], { HOST: '127.0.0.1' }, /(http:\/\/127\.0\.0\.1:\d+)/,
+        { wrap, nodeArgs: NODE_FLAGS, startS: 300 });
+      gws.push({ url: bare.match[1], key: 'unused', pid: bare.child.pid!, child: bare.child });
       labels.push('bare proxy');
     }
     // The modes take turns request by request: code V8 optimised for one alone is thrown away when the other comes

@@ -26,12 +26,15 @@ export const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
 export const children: ChildProcess[] = [];
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
 
-export function startTs(script: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ child: ChildProcess; out: () => string; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+export function startTs(script: string, args: string[], env: Record<string, string>, ready: RegExp,
+  /** `wrap`: a command the script runs under (bench/instructions.ts: valgrind), `nodeArgs`: node flags, `startS`: how long it may take. */
+  opts: { wrap?: string[]; nodeArgs?: string[]; startS?: number } = {}): Promise<{ child: ChildProcess; out: () => string; match: RegExpMatchArray }> {
+  const command = [...(opts.wrap ?? []), process.execPath, ...(opts.nodeArgs ?? []), '--import', 'tsx', path.join(ROOT, script), ...args];
+  const child = spawn(command[0], command.slice(1), { cwd: ROOT, env: { ...process.env, ...env } });
   children.push(child);
   let out = '';
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), 30_000);
+    const t = setTimeout(() => reject(new Error(`${script} did not start:\n${out}`)), (opts.startS ?? 30) * 1000);
     const on = (d: Buffer) => {
       out += d;
       const m = out.match(ready);
