@@ -79,23 +79,32 @@ export const rssOf = (pid: number): number => {
  */
 export const cpuUs = (pid: number): number => {
   let ns = 0;
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch { /* the thread ended meanwhile */ }
-  }
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) ns += threadNs(pid, tid);
   return ns / 1000;
 };
+/** A thread's time on a CPU so far, in ns (0 once it ended). */
+const threadNs = (pid: number, tid: string): number => {
+  try {
+    return Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return 0; // the thread ended meanwhile
+  }
+};
+/** The same for the main thread alone (the event loop); the rest is V8's helpers (compilers, GC), libuv's pool, workers. */
+export const mainCpuUs = (pid: number): number => threadNs(pid, String(pid)) / 1000;
 
 /**
  * `measure` and the CPU time process `pid` spent meanwhile, per unit of work (`count(result)`: requests or
  * streams served), in µs. The process serving the load (simulator, bare proxy or gateway) is measured alone; the
- * load generator and the other processes are not counted.
+ * load generator and the other processes are not counted. `cpuMainUs`: the main thread's part (what is left is
+ * mostly V8's compiler and GC helper threads: a round that compiles again shows there, session 35).
  */
-export async function withCpu<T extends object>(pid: number, measure: () => Promise<T>, count: (r: T) => number): Promise<T & { cpuUs: number }> {
+export async function withCpu<T extends object>(pid: number, measure: () => Promise<T>, count: (r: T) => number): Promise<T & { cpuUs: number; cpuMainUs: number }> {
   const before = cpuUs(pid);
+  const mainBefore = mainCpuUs(pid);
   const r = await measure();
-  return { ...r, cpuUs: Math.round((cpuUs(pid) - before) / Math.max(1, count(r))) };
+  const n = Math.max(1, count(r));
+  return { ...r, cpuUs: Math.round((cpuUs(pid) - before) / n), cpuMainUs: Math.round((mainCpuUs(pid) - mainBefore) / n) };
 }
 
 export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
