@@ -25,7 +25,8 @@
  * gateway before its first mode, default 12 since session 19, 2 before: the gateway's throughput climbs for ~10 s as
  * V8 compiles it, so a change to how code is compiled can show in the first modes and not later; session 19's frames
  * change came out even with 8 s and 8 rounds and 856 -> 752 us per burst stream with 12 s and 10 rounds, on another
- * stretch of the day, so the warm-up is one difference of two), --postgres (each gateway on a fresh
+ * stretch of the day, so the warm-up is one difference of two; since session 35 followed by 200 burst streams when a
+ * streamed mode is measured), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test),
  * --interleaved (since session 25, the modes c1, large, image and single only: both builds' gateways run at once and take
  * turns request by request, A B, B A, …, so the machine's drift falls on both alike instead of on one round or the
@@ -56,6 +57,12 @@ const LARGE_BODY = conversationBody(MODEL, false, 100);
 const INTERLEAVED = process.argv.includes('--interleaved');
 const IMAGE_BODY = imageBody(MODEL, false, 2000);
 const ONE_AT_A_TIME: Record<string, string> = { c1: chatBody(MODEL, false), large: LARGE_BODY, image: IMAGE_BODY, single: chatBody(STREAM_MODEL, true) };
+/** The warm-up: c=16 load, then 200 burst streams when a streamed mode is measured (their path compiled before it is
+ * timed, not in the first streamed mode: docs/PERFORMANCE.md, session 35). */
+async function warm(gw: { url: string; key: string }): Promise<void> {
+  await throughput(gw.url, gw.key, 16, WARMUP);
+  if (MODES.some((m) => ['burst', 'spread', 'together', 'single'].includes(m))) await streaming(gw.url, gw.key, 16, 200);
+}
 
 /** What each mode reports, in order, and which way is better. */
 const FIGURES: Record<string, Array<{ name: string; higherIsBetter?: boolean }>> = {
@@ -105,7 +112,7 @@ async function main() {
       if (INTERLEAVED) {
         const gws: Array<Awaited<ReturnType<typeof benchGateway>>> = [];
         for (const b of order) gws[b] = await benchGateway(builds[b].label, {}, sim.match[1], b === 1 ? HEAD_FLAGS : [], builds[b].file, builds[b].root);
-        for (const b of order) await throughput(gws[b].url, gws[b].key, 16, WARMUP);
+        for (const b of order) await warm(gws[b]);
         for (let m = 0; m < MODES.length; m++) {
           const [base, head] = await alternate(gws, N, ONE_AT_A_TIME[MODES[m]]);
           [base, head].forEach((r, b) => {
@@ -132,7 +139,7 @@ async function main() {
           env.DATABASE_URL = u.toString();
         }
         const gw = await benchGateway(builds[b].label, env, sim.match[1], b === 1 ? HEAD_FLAGS : [], builds[b].file, builds[b].root);
-        await throughput(gw.url, gw.key, 16, WARMUP);
+        await warm(gw);
         for (let m = 0; m < MODES.length; m++) {
           const figures = await measure(MODES[m], gw);
           results[b][m].push(figures);
