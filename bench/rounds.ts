@@ -1,0 +1,133 @@
+/**
+ * npm run bench:rounds: the benchmark's rounds in its order against one gateway, round by round, with the serving
+ * processes' CPU in the streamed measures split into the main thread's and the other threads' (V8's compilers and
+ * garbage collector, the WAL checkpoint's worker), and, with --trace, what V8 did in each of the gateway's measures.
+ *
+ *   npm run bench:rounds [-- --rounds 4] [--trace] [--no-lead]
+ *
+ * `npm run bench` reports the median of three rounds; this prints every round of the burst and of the 16 paced streams
+ * started together (time to first byte, CPU a stream by thread) for the simulator alone, the bare proxy and the
+ * gateway (SQLite), after the same loads in the same order as the benchmark (c=1 with its three bodies, c=64). With
+ * --trace the gateway runs with `--trace-opt --trace-deopt --trace-gc` into a file (printed at the end), marked at
+ * each of its measures' start and end, and each measure's line counts its compilations, the optimised code marked for
+ * deoptimisation because an object it embedded died ("weak objects"), and its mark-compacts, memory-reducing ones
+ * apart (docs/PERFORMANCE.md, session 35: such a collection while the gateway sits idle between measures discards
+ * optimised code that is compiled again in the next ones). --no-lead runs without the benchmark's warm-up of the
+ * streamed paths and its lead-ins (as before session 35). Loopback only; bounded by --rounds.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, imageBody, latencyC1, log, mainCpuUs, cpuUs, round, startTs, streaming, throughput } from './lib.js';
+
+const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
+const ROUNDS = Number(arg('--rounds') ?? 4);
+const TRACE = process.argv.includes('--trace');
+const LEAD = !process.argv.includes('--no-lead');
+const STREAMS = 400; // the benchmark's sizes (bench/run.ts)
+const PACED = 320;
+const SINGLE = 400;
+
+/** One streamed measure with the serving process's CPU a stream, main thread and the rest. */
+async function measured(pid: number, run: () => Promise<{ ttfbP50: number; streams: number }>) {
+  const [all0, main0] = [cpuUs(pid), mainCpuUs(pid)];
+  const r = await run();
+  const n = Math.max(1, r.streams);
+  const main = (mainCpuUs(pid) - main0) / n;
+  return { ttfb: r.ttfbP50, main: Math.round(main), other: Math.round((cpuUs(pid) - all0) / n - main) };
+}
+
+interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number }
+/**
+ * The trace cut at the marks `#### start <label>` and `#### end <label>`: per measure, what V8 did during it and
+ * since the gateway's measure before it ended (while the other targets were measured, the gateway idle).
+ */
+function v8ByMeasure(trace: string[]): Map<string, { before: V8Counts; during: V8Counts }> {
+  const out = new Map<string, { before: V8Counts; during: V8Counts }>();
+  const zero = (): V8Counts => ({ compiled: 0, weak: 0, deopts: 0, mc: 0, reducing: 0 });
+  let c = zero();
+  let before = zero();
+  for (const l of trace) {
+    const m = /^#### (start|end) (.+)$/.exec(l);
+    if (m) {
+      if (m[1] === 'start') before = c;
+      else out.set(m[2], { before, during: c });
+      c = zero();
+    } else if (l.includes('completed compiling')) {
+      c.compiled++;
+    } else if (l.includes('marking dependent code')) {
+      c.deopts++;
+      if (l.includes('weak objects')) c.weak++;
+    } else if (/ms: Mark-Compact \(reduce\)/.test(l)) {
+      c.reducing++;
+    } else if (/ms: Mark-Compact/.test(l)) {
+      c.mc++;
+    }
+  }
+  return out;
+}
+const describe = (c: V8Counts) => `${c.compiled} compiled, ${c.deopts} marked for deoptimisation (${c.weak} for weak objects), ${c.mc} mark-compacts, ${c.reducing} reducing`;
+
+async function main() {
+  const traceFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-rounds-')), 'gateway-trace.log');
+  const mark = (what: 'start' | 'end', label: string) => { if (TRACE) fs.appendFileSync(traceFile, `#### ${what} ${label}\n`); };
+  const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+  const bare = await startTs('bench/bare-proxy.ts', [sim.match[1], '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+  const gw = await benchGateway('sqlite', {}, sim.match[1], TRACE ? ['--trace-opt', '--trace-deopt', '--trace-gc'] : [], undefined, undefined,
+    TRACE ? { wrap: ['sh', '-c', `exec "$@" >> '${traceFile}'`, 'sh'] } : {});
+  const targets: Array<[string, string, string, number]> = [['direct', sim.match[1], 'sim-key', sim.child.pid!], ['bare', bare.match[1], 'x', bare.child.pid!], ['gateway', gw.url, gw.key, gw.pid]];
+  const large = conversationBody(MODEL, false, 100);
+  const image = imageBody(MODEL, false);
+  log(`warming up${LEAD ? ' (every loaded path)' : ' (c=64 only, as before session 35)'}`);
+  for (const [, url, key] of targets) {
+    await throughput(url, key, 64, 8);
+    if (LEAD) {
+      await streaming(url, key, 16, STREAMS);
+      await streaming(url, key, 16, PACED / 2, PACED_MODEL);
+      await streaming(url, key, 1, SINGLE / 2);
+    }
+  }
+  const lines: string[] = [];
+  for (let i = 1; i <= ROUNDS; i++) {
+    log(`round ${i} of ${ROUNDS}`);
+    for (const [, url, key] of targets) await latencyC1(url, key, 1000);
+    for (const [, url, key] of targets) await latencyC1(url, key, 300, large);
+    for (const [, url, key] of targets) await latencyC1(url, key, 100, image);
+    for (const [who, url, key] of targets) {
+      if (LEAD) await throughput(url, key, 64, 1);
+      if (who === 'gateway') mark('start', `round ${i} c64`);
+      await throughput(url, key, 64, 5);
+      if (who === 'gateway') mark('end', `round ${i} c64`);
+    }
+    for (const [measure, model, lead] of [['burst', undefined, STREAMS / 4], ['together', PACED_MODEL, PACED / 4]] as const) {
+      for (const [who, url, key, pid] of targets) {
+        if (LEAD) await streaming(url, key, 16, lead, model);
+        if (who === 'gateway') mark('start', `round ${i} ${measure}`);
+        const r = await measured(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model));
+        if (who === 'gateway') mark('end', `round ${i} ${measure}`);
+        lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfb, 2).toFixed(2)} ms, CPU a stream: main thread ${r.main} µs, other threads ${r.other} µs`);
+      }
+    }
+    for (const [, url, key] of targets) {
+      if (LEAD) await streaming(url, key, 16, PACED / 4, PACED_MODEL, PACED_STREAM_MS);
+      await streaming(url, key, 16, PACED, PACED_MODEL, PACED_STREAM_MS);
+    }
+    for (const [, url, key] of targets) {
+      if (LEAD) await streaming(url, key, 1, SINGLE / 4);
+      await streaming(url, key, 1, SINGLE);
+    }
+  }
+  gw.stop();
+  sim.child.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
+  for (const l of lines) console.log(l);
+  if (TRACE) {
+    const v8 = v8ByMeasure(fs.readFileSync(traceFile, 'utf8').split('\n'));
+    console.log('\nV8 in the gateway, per measure (since its measure before / during it):');
+    for (const [label, { before, during }] of v8) console.log(`${label.padEnd(17)} before: ${describe(before)}\n${''.padEnd(17)} during: ${describe(during)}`);
+    console.log(`\nV8's trace of the gateway: ${traceFile}`);
+  }
+  process.exit(0);
+}
+
+main().catch((err) => { console.error(err); process.exit(1); });
