@@ -274,6 +274,26 @@ export async function streaming(url: string, key: string, concurrency: number, t
   return { ttfbP50: round(pct(ttfb, 50), 3), ttfbP99: round(pct(ttfb, 99), 3), totalP50: round(pct(full, 50), 3), errors, streams: full.length };
 }
 
+/**
+ * The benchmark's streamed measures (streams a measure: the burst's, the paced ones', one at a time) and what leads
+ * each loaded measure in, uncounted (since session 35: c=64 seconds, a quarter of each streamed measure); bench/run.ts
+ * and bench/rounds.ts run the same.
+ */
+export function streamSizes(quick: boolean) {
+  const streams = quick ? 200 : 400;
+  const paced = quick ? 96 : 320; // ~0.2 s each, 16 at a time
+  const single = quick ? 100 : 400; // one at a time, ~1-2 ms each
+  const lead = { c64: quick ? 0.5 : 1, streams: Math.round(streams / 4), paced: Math.round(paced / 4), single: Math.round(single / 4) };
+  return { streams, paced, single, lead };
+}
+
+/** The warm-up's streamed part (after its c=64 load): every streamed path once before a round times it. */
+export async function warmStreams(url: string, key: string, sizes: ReturnType<typeof streamSizes>): Promise<void> {
+  await streaming(url, key, 16, sizes.streams);
+  await streaming(url, key, 16, sizes.paced / 2, PACED_MODEL);
+  await streaming(url, key, 1, sizes.single / 2);
+}
+
 /** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */
 export async function openStreams(url: string, key: string, pid: number, n: number, idleRss: number) {
   const before = rssOf(pid);

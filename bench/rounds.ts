@@ -8,25 +8,24 @@
  * `npm run bench` reports the median of three rounds; this prints every round of the burst and of the 16 paced streams
  * started together (time to first byte, CPU a stream by thread) for the simulator alone, the bare proxy and the
  * gateway (SQLite), after the same loads in the same order as the benchmark (c=1 with its three bodies, c=64). With
- * --trace the gateway runs with `--trace-opt --trace-deopt --trace-gc` into a file (printed at the end), marked at
- * each of its measures' start and end, and each measure's line counts its compilations, the optimised code marked for
- * deoptimisation because an object it embedded died ("weak objects"), and its mark-compacts, memory-reducing ones
- * apart (docs/PERFORMANCE.md, session 35: such a collection while the gateway sits idle between measures discards
+ * --trace the gateway runs with `--trace-opt --trace-deopt --trace-gc` into a file (its path printed at the end),
+ * marked at each of its measures' start and end, and each measure gets counts, during it and since the gateway's
+ * measure before it, of V8's compilations, the optimised code marked for deoptimisation (for an object it embedded
+ * that died, "weak objects", apart) and the mark-compacts (memory-reducing ones apart) (docs/PERFORMANCE.md, session 35: such a collection while the gateway sits idle between measures discards
  * optimised code that is compiled again in the next ones). --no-lead runs without the benchmark's warm-up of the
  * streamed paths and its lead-ins (as before session 35). Loopback only; bounded by --rounds.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, imageBody, latencyC1, log, mainCpuUs, cpuUs, round, startTs, streaming, throughput } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, cpuUs, imageBody, latencyC1, log, mainCpuUs, round, startTs, streamSizes, streaming, throughput, warmStreams } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
 const LEAD = !process.argv.includes('--no-lead');
-const STREAMS = 400; // the benchmark's sizes (bench/run.ts)
-const PACED = 320;
-const SINGLE = 400;
+const SIZES = streamSizes(false); // the benchmark's (bench/run.ts)
+const { streams: STREAMS, paced: PACED, single: SINGLE, lead: LEADS } = SIZES;
 
 /** One streamed measure with the serving process's CPU a stream, main thread and the rest. */
 async function measured(pid: number, run: () => Promise<{ ttfbP50: number; streams: number }>) {
@@ -81,11 +80,7 @@ async function main() {
   log(`warming up${LEAD ? ' (every loaded path)' : ' (c=64 only, as before session 35)'}`);
   for (const [, url, key] of targets) {
     await throughput(url, key, 64, 8);
-    if (LEAD) {
-      await streaming(url, key, 16, STREAMS);
-      await streaming(url, key, 16, PACED / 2, PACED_MODEL);
-      await streaming(url, key, 1, SINGLE / 2);
-    }
+    if (LEAD) await warmStreams(url, key, SIZES);
   }
   const lines: string[] = [];
   for (let i = 1; i <= ROUNDS; i++) {
@@ -94,12 +89,12 @@ async function main() {
     for (const [, url, key] of targets) await latencyC1(url, key, 300, large);
     for (const [, url, key] of targets) await latencyC1(url, key, 100, image);
     for (const [who, url, key] of targets) {
-      if (LEAD) await throughput(url, key, 64, 1);
+      if (LEAD) await throughput(url, key, 64, LEADS.c64);
       if (who === 'gateway') mark('start', `round ${i} c64`);
       await throughput(url, key, 64, 5);
       if (who === 'gateway') mark('end', `round ${i} c64`);
     }
-    for (const [measure, model, lead] of [['burst', undefined, STREAMS / 4], ['together', PACED_MODEL, PACED / 4]] as const) {
+    for (const [measure, model, lead] of [['burst', undefined, LEADS.streams], ['together', PACED_MODEL, LEADS.paced]] as const) {
       for (const [who, url, key, pid] of targets) {
         if (LEAD) await streaming(url, key, 16, lead, model);
         if (who === 'gateway') mark('start', `round ${i} ${measure}`);
@@ -109,11 +104,11 @@ async function main() {
       }
     }
     for (const [, url, key] of targets) {
-      if (LEAD) await streaming(url, key, 16, PACED / 4, PACED_MODEL, PACED_STREAM_MS);
+      if (LEAD) await streaming(url, key, 16, LEADS.paced, PACED_MODEL, PACED_STREAM_MS);
       await streaming(url, key, 16, PACED, PACED_MODEL, PACED_STREAM_MS);
     }
     for (const [, url, key] of targets) {
-      if (LEAD) await streaming(url, key, 1, SINGLE / 4);
+      if (LEAD) await streaming(url, key, 1, LEADS.single);
       await streaming(url, key, 1, SINGLE);
     }
   }

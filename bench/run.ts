@@ -34,7 +34,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streaming, throughput, withCpu } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -59,9 +59,8 @@ async function main() {
   const nImage = QUICK ? 30 : 100; // a 2 MB vision request, one at a time
   const imageRequest = imageBody(MODEL, false);
   const secs = QUICK ? 3 : 5;
-  const streams = QUICK ? 200 : 400;
-  const paced = QUICK ? 96 : 320; // ~0.2 s each, 16 at a time
-  const single = QUICK ? 100 : 400; // one at a time, ~1-2 ms each
+  const sizes = streamSizes(QUICK);
+  const { streams, paced, single, lead } = sizes;
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
   const settleSecs = QUICK ? 60 : 120; // the idle RSS after the load is sampled this long (below)
@@ -96,19 +95,12 @@ async function main() {
     log(`${label}: warming up`);
     for (const [, url, key] of targets) {
       await throughput(url, key, 64, QUICK ? 3 : 8);
-      await streaming(url, key, 16, streams);
-      await streaming(url, key, 16, paced / 2, PACED_MODEL);
-      await streaming(url, key, 1, single / 2);
+      await warmStreams(url, key, sizes);
     }
-    // Each loaded measure is led in, uncounted, by a short run of itself on the same target (latencyC1 leads in with
-    // 50 requests of its own): a process idle while the other targets were measured may have let V8's memory reducer
-    // collect, and code optimised for objects that died with it is compiled again when the load comes back (session 35).
-    const lead = {
-      c64: QUICK ? 0.5 : 1, // s
-      streams: Math.round(streams / 4),
-      paced: Math.round(paced / 4),
-      single: Math.round(single / 4),
-    };
+    // Each loaded measure below is led in, uncounted, by a short run of itself on the same target (`lead`; latencyC1
+    // leads in with 50 requests of its own): a process idle while the other targets were measured may have let V8's
+    // memory reducer collect, and code optimised for objects that died with it is compiled again when the load comes
+    // back (session 35).
     for (let i = 0; i < rounds; i++) {
       log(`${label}: round ${i + 1} of ${rounds}: concurrency 1 (small, 100 KB and 2 MB bodies), concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
       // Each measure also takes the serving process's CPU time per request or stream (/proc): the figure that
