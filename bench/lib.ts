@@ -91,7 +91,7 @@ const threadNs = (pid: number, tid: string): number => {
   }
 };
 /** The same for the main thread alone (the event loop); the rest is V8's helpers (compilers, GC), libuv's pool, workers. */
-export const mainCpuUs = (pid: number): number => threadNs(pid, String(pid)) / 1000;
+const mainCpuUs = (pid: number): number => threadNs(pid, String(pid)) / 1000;
 
 /**
  * `measure` and the CPU time process `pid` spent meanwhile, per unit of work (`count(result)`: requests or

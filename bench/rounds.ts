@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, cpuUs, imageBody, latencyC1, log, mainCpuUs, round, startTs, streamSizes, streaming, throughput, warmStreams } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, imageBody, latencyC1, log, round, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const ROUNDS = Number(arg('--rounds') ?? 4);
@@ -26,15 +26,6 @@ const TRACE = process.argv.includes('--trace');
 const LEAD = !process.argv.includes('--no-lead');
 const SIZES = streamSizes(false); // the benchmark's (bench/run.ts)
 const { streams: STREAMS, paced: PACED, single: SINGLE, lead: LEADS } = SIZES;
-
-/** One streamed measure with the serving process's CPU a stream, main thread and the rest. */
-async function measured(pid: number, run: () => Promise<{ ttfbP50: number; streams: number }>) {
-  const [all0, main0] = [cpuUs(pid), mainCpuUs(pid)];
-  const r = await run();
-  const n = Math.max(1, r.streams);
-  const main = (mainCpuUs(pid) - main0) / n;
-  return { ttfb: r.ttfbP50, main: Math.round(main), other: Math.round((cpuUs(pid) - all0) / n - main) };
-}
 
 interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number }
 /**
@@ -98,9 +89,9 @@ async function main() {
       for (const [who, url, key, pid] of targets) {
         if (LEAD) await streaming(url, key, 16, lead, model);
         if (who === 'gateway') mark('start', `round ${i} ${measure}`);
-        const r = await measured(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model));
+        const r = await withCpu(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model), (x) => x.streams);
         if (who === 'gateway') mark('end', `round ${i} ${measure}`);
-        lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfb, 2).toFixed(2)} ms, CPU a stream: main thread ${r.main} µs, other threads ${r.other} µs`);
+        lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfbP50, 2).toFixed(2)} ms, CPU a stream: main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs`);
       }
     }
     for (const [, url, key] of targets) {
