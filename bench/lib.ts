@@ -135,8 +135,9 @@ export const START_FLAGS: string[] = (() => {
 
 export const dispatcher = new Agent({ connections: 1024, keepAliveTimeout: 30_000, pipelining: 1 });
 
-export function chatBody(model: string, stream: boolean): string {
-  return JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }] });
+/** `extra`: more fields (bench/rounds.ts --usage: `stream_options`, as the gateway asks upstream). */
+export function chatBody(model: string, stream: boolean, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ model, stream, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello to the benchmark.' }], ...extra });
 }
 
 /**
@@ -246,12 +247,11 @@ export async function alternate(targets: Array<{ url: string; key: string; pid: 
  * so the `concurrency` requests keep arriving within the same millisecond, stream after stream (docs/PERFORMANCE.md,
  * session 9).
  */
-export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0) {
+export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0, body = chatBody(model, true)) {
   const ttfb: number[] = [];
   const full: number[] = [];
   let errors = 0;
   let next = 0;
-  const body = chatBody(model, true);
   async function worker(i: number) {
     if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
     while (next < total) {

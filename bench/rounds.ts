@@ -3,14 +3,17 @@
  * processes' CPU in the streamed measures split into the main thread's and the other threads' (V8's compilers and
  * garbage collector, the WAL checkpoint's worker), and, with --trace, what V8 did in each of the gateway's measures.
  *
- *   npm run bench:rounds [-- --rounds 4] [--trace] [--no-lead]
+ *   npm run bench:rounds [-- --rounds 4] [--trace] [--no-lead] [--usage]
  *
  * `npm run bench` reports the median of three rounds; this prints every round of the burst and of the 16 paced streams
  * started together (time to first byte and total, CPU a stream by thread) for the simulator alone, the bare proxy and the
  * gateway (SQLite), after the same loads in the same order as the benchmark (c=1 with its three bodies, c=64). Since
  * session 36 each line also has the load generator's and the simulator's CPU a stream, and the burst's the turn they
  * make together on the machine's cores (16 streams' CPU of all three processes over the cores: in this closed loop a
- * stream's total is about that, docs/PERFORMANCE.md sessions 4 and 36). With
+ * stream's total is about that, docs/PERFORMANCE.md sessions 4 and 36). `--usage` adds a fourth target to those two
+ * measures: the simulator alone asked for `stream_options.include_usage`, as the gateway asks it upstream to bill a
+ * stream (the upstream then writes `"usage":null` in every chunk and a usage chunk before `[DONE]`): the simulator's
+ * part of what the gateway's streams cost it. With
  * --trace the gateway runs with `--trace-opt --trace-deopt --trace-gc` into a file (its path printed at the end),
  * marked at each of its measures' start and end, and each measure gets counts, during it and since the gateway's
  * measure before it, of V8's compilations, the optimised code marked for deoptimisation (for an object it embedded
@@ -21,12 +24,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, benchGateway, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, STREAM_MODEL, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
 const LEAD = !process.argv.includes('--no-lead');
+const USAGE = process.argv.includes('--usage');
 const SIZES = streamSizes(false); // the benchmark's (bench/run.ts)
 const CORES = os.cpus().length;
 const { streams: STREAMS, paced: PACED, single: SINGLE, lead: LEADS } = SIZES;
@@ -90,19 +94,21 @@ async function main() {
       await throughput(url, key, 64, 5);
       if (who === 'gateway') mark('end', `round ${i} c64`);
     }
-    for (const [measure, model, lead] of [['burst', undefined, LEADS.streams], ['together', PACED_MODEL, LEADS.paced]] as const) {
-      for (const [who, url, key, pid] of targets) {
-        if (LEAD) await streaming(url, key, 16, lead, model);
+    for (const [measure, model, lead] of [['burst', STREAM_MODEL, LEADS.streams], ['together', PACED_MODEL, LEADS.paced]] as const) {
+      for (const [who, url, key, pid] of USAGE ? [targets[0], ['usage', sim.match[1], 'sim-key', simPid] as const, ...targets.slice(1)] : targets) {
+        const body = chatBody(model, true, who === 'usage' ? { stream_options: { include_usage: true } } : {});
+        if (LEAD) await streaming(url, key, 16, lead, model, 0, body);
         if (who === 'gateway') mark('start', `round ${i} ${measure}`);
         // the load generator's (this process) and the simulator's CPU beside the serving process's
         const client0 = process.cpuUsage();
         const sim0 = cpuUs(simPid);
-        const r = await withCpu(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model), (x) => x.streams);
+        const r = await withCpu(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model, 0, body), (x) => x.streams);
         const clientUs = Math.round(((u) => u.user + u.system)(process.cpuUsage(client0)) / r.streams);
         const simUs = Math.round((cpuUs(simPid) - sim0) / r.streams);
         if (who === 'gateway') mark('end', `round ${i} ${measure}`);
-        const own = who === 'direct' ? '' : `main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs, `;
-        const all = clientUs + simUs + (who === 'direct' ? 0 : r.cpuUs);
+        const alone = who === 'direct' || who === 'usage'; // the simulator is the serving process
+        const own = alone ? '' : `main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs, `;
+        const all = clientUs + simUs + (alone ? 0 : r.cpuUs);
         // the burst keeps every core busy: a stream's turn is about 16 streams' CPU over the cores (session 4)
         const budget = measure === 'burst' ? `; 16 × ${all} µs / ${CORES} cores = ${round((16 * all) / CORES / 1000, 2).toFixed(2)} ms` : '';
         lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfbP50, 2).toFixed(2)} ms, total p50 ${round(r.totalP50, 2).toFixed(2)} ms; CPU a stream: ${own}client ${clientUs} µs, simulator ${simUs} µs${budget}`);
