@@ -8,9 +8,9 @@
  * `npm run bench` reports the median of three rounds; this prints every round of the burst and of the 16 paced streams
  * started together (time to first byte and total, CPU a stream by thread) for the simulator alone, the bare proxy and the
  * gateway (SQLite), after the same loads in the same order as the benchmark (c=1 with its three bodies, c=64). Since
- * session 36 each line also has the load generator's and the simulator's CPU a stream, and the burst's the turn they
- * make together on the machine's cores (16 streams' CPU of all three processes over the cores: in this closed loop a
- * stream's total is about that, docs/PERFORMANCE.md sessions 4 and 36). `--usage` adds a fourth target to those two
+ * session 36 each line also has the load generator's and the simulator's CPU a stream and, for the burst, the cycle
+ * they make together on the machine's cores (16 streams' CPU of all three processes over the cores: in this closed
+ * loop a stream's total is about that, docs/PERFORMANCE.md sessions 4 and 36). `--usage` adds a fourth target to those two
  * measures: the simulator alone asked for `stream_options.include_usage`, as the gateway asks it upstream to bill a
  * stream (the upstream then writes `"usage":null` in every chunk and a usage chunk before `[DONE]`): the simulator's
  * part of what the gateway's streams cost it. With
@@ -109,7 +109,7 @@ async function main() {
         const alone = who === 'direct' || who === 'usage'; // the simulator is the serving process
         const own = alone ? '' : `main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs, `;
         const all = clientUs + simUs + (alone ? 0 : r.cpuUs);
-        // the burst keeps every core busy: a stream's turn is about 16 streams' CPU over the cores (session 4)
+        // the burst keeps every core busy: a stream's cycle is about 16 streams' CPU over the cores (session 4)
         const budget = measure === 'burst' ? `; 16 × ${all} µs / ${CORES} cores = ${round((16 * all) / CORES / 1000, 2).toFixed(2)} ms` : '';
         lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfbP50, 2).toFixed(2)} ms, total p50 ${round(r.totalP50, 2).toFixed(2)} ms; CPU a stream: ${own}client ${clientUs} µs, simulator ${simUs} µs${budget}`);
       }
