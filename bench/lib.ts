@@ -287,6 +287,22 @@ export function streamSizes(quick: boolean) {
   return { streams, paced, single, lead };
 }
 
+/**
+ * The benchmark's streamed measures, in its order (a round runs each on every target, led in by `lead` uncounted
+ * streams of itself): the burst, the 16 paced streams started together, the same with their starts spread over one
+ * stream's length, and one stream at a time; `name` is the key of bench/results/latest.json. bench/run.ts and
+ * bench/rounds.ts run these.
+ */
+export function streamedMeasures(sizes: ReturnType<typeof streamSizes>) {
+  const { lead } = sizes;
+  return [
+    { name: 'stream', concurrency: 16, total: sizes.streams, lead: lead.streams, model: STREAM_MODEL, spreadMs: 0 },
+    { name: 'paced', concurrency: 16, total: sizes.paced, lead: lead.paced, model: PACED_MODEL, spreadMs: 0 },
+    { name: 'pacedSpread', concurrency: 16, total: sizes.paced, lead: lead.paced, model: PACED_MODEL, spreadMs: PACED_STREAM_MS },
+    { name: 'single', concurrency: 1, total: sizes.single, lead: lead.single, model: STREAM_MODEL, spreadMs: 0 },
+  ] as const;
+}
+
 /** The warm-up's streamed part (after its c=64 load): every streamed path once before a round times it. */
 export async function warmStreams(url: string, key: string, sizes: ReturnType<typeof streamSizes>): Promise<void> {
   await streaming(url, key, 16, sizes.streams);

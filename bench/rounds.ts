@@ -24,7 +24,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, STREAM_MODEL, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const ROUNDS = Number(arg('--rounds') ?? 4);
@@ -33,7 +33,9 @@ const LEAD = !process.argv.includes('--no-lead');
 const USAGE = process.argv.includes('--usage');
 const SIZES = streamSizes(false); // the benchmark's (bench/run.ts)
 const CORES = os.cpus().length;
-const { streams: STREAMS, paced: PACED, single: SINGLE, lead: LEADS } = SIZES;
+const LEADS = SIZES.lead;
+/** The streamed measures printed round by round (bench/lib.ts's names), as this tool calls them; the others only run. */
+const SHOWN: Record<string, string> = { stream: 'burst', paced: 'together' };
 
 interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number }
 /**
@@ -74,7 +76,7 @@ async function main() {
   const gw = await benchGateway('sqlite', {}, sim.match[1], TRACE ? ['--trace-opt', '--trace-deopt', '--trace-gc'] : [], undefined, undefined,
     TRACE ? { wrap: ['sh', '-c', `exec "$@" >> '${traceFile}'`, 'sh'] } : {});
   const simPid = sim.child.pid!;
-  const targets: Array<[string, string, string, number]> = [['direct', sim.match[1], 'sim-key', sim.child.pid!], ['bare', bare.match[1], 'x', bare.child.pid!], ['gateway', gw.url, gw.key, gw.pid]];
+  const targets: Array<[string, string, string, number]> = [['direct', sim.match[1], 'sim-key', simPid], ['bare', bare.match[1], 'x', bare.child.pid!], ['gateway', gw.url, gw.key, gw.pid]];
   const large = conversationBody(MODEL, false, 100);
   const image = imageBody(MODEL, false);
   log(`warming up${LEAD ? ' (every loaded path)' : ' (c=64 only, as before session 35)'}`);
@@ -94,15 +96,23 @@ async function main() {
       await throughput(url, key, 64, 5);
       if (who === 'gateway') mark('end', `round ${i} c64`);
     }
-    for (const [measure, model, lead] of [['burst', STREAM_MODEL, LEADS.streams], ['together', PACED_MODEL, LEADS.paced]] as const) {
+    for (const m of streamedMeasures(SIZES)) {
+      const measure = SHOWN[m.name];
+      if (!measure) {
+        for (const [, url, key] of targets) {
+          if (LEAD) await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs);
+          await streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs);
+        }
+        continue;
+      }
       for (const [who, url, key, pid] of USAGE ? [targets[0], ['usage', sim.match[1], 'sim-key', simPid] as const, ...targets.slice(1)] : targets) {
-        const body = chatBody(model, true, who === 'usage' ? { stream_options: { include_usage: true } } : {});
-        if (LEAD) await streaming(url, key, 16, lead, model, 0, body);
+        const body = chatBody(m.model, true, who === 'usage' ? { stream_options: { include_usage: true } } : {});
+        if (LEAD) await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs, body);
         if (who === 'gateway') mark('start', `round ${i} ${measure}`);
         // the load generator's (this process) and the simulator's CPU beside the serving process's
         const client0 = process.cpuUsage();
         const sim0 = cpuUs(simPid);
-        const r = await withCpu(pid, () => streaming(url, key, 16, measure === 'burst' ? STREAMS : PACED, model, 0, body), (x) => x.streams);
+        const r = await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs, body), (x) => x.streams);
         const clientUs = Math.round(((u) => u.user + u.system)(process.cpuUsage(client0)) / r.streams);
         const simUs = Math.round((cpuUs(simPid) - sim0) / r.streams);
         if (who === 'gateway') mark('end', `round ${i} ${measure}`);
@@ -110,17 +120,9 @@ async function main() {
         const own = alone ? '' : `main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs, `;
         const all = clientUs + simUs + (alone ? 0 : r.cpuUs);
         // the burst keeps every core busy: a stream's cycle is about 16 streams' CPU over the cores (session 4)
-        const budget = measure === 'burst' ? `; 16 × ${all} µs / ${CORES} cores = ${round((16 * all) / CORES / 1000, 2).toFixed(2)} ms` : '';
+        const budget = measure === 'burst' ? `; ${m.concurrency} × ${all} µs / ${CORES} cores = ${round((m.concurrency * all) / CORES / 1000, 2).toFixed(2)} ms` : '';
         lines.push(`round ${i} ${measure.padEnd(8)} ${who.padEnd(7)} TTFB p50 ${round(r.ttfbP50, 2).toFixed(2)} ms, total p50 ${round(r.totalP50, 2).toFixed(2)} ms; CPU a stream: ${own}client ${clientUs} µs, simulator ${simUs} µs${budget}`);
       }
-    }
-    for (const [, url, key] of targets) {
-      if (LEAD) await streaming(url, key, 16, LEADS.paced, PACED_MODEL, PACED_STREAM_MS);
-      await streaming(url, key, 16, PACED, PACED_MODEL, PACED_STREAM_MS);
-    }
-    for (const [, url, key] of targets) {
-      if (LEAD) await streaming(url, key, 1, LEADS.single);
-      await streaming(url, key, 1, SINGLE);
     }
   }
   gw.stop();

@@ -34,7 +34,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -60,7 +60,7 @@ async function main() {
   const imageRequest = imageBody(MODEL, false);
   const secs = QUICK ? 3 : 5;
   const sizes = streamSizes(QUICK);
-  const { streams, paced, single, lead } = sizes;
+  const { lead } = sizes;
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
   const settleSecs = QUICK ? 60 : 120; // the idle RSS after the load is sampled this long (below)
@@ -113,21 +113,11 @@ async function main() {
         await throughput(url, key, 64, lead.c64);
         push(who, 'c64', await withCpu(pid, () => throughput(url, key, 64, secs), (r) => r.requests));
       }
-      for (const [who, url, key, pid] of targets) {
-        await streaming(url, key, 16, lead.streams);
-        push(who, 'stream', await withCpu(pid, () => streaming(url, key, 16, streams), perStream));
-      }
-      for (const [who, url, key, pid] of targets) {
-        await streaming(url, key, 16, lead.paced, PACED_MODEL);
-        push(who, 'paced', await withCpu(pid, () => streaming(url, key, 16, paced, PACED_MODEL), perStream));
-      }
-      for (const [who, url, key, pid] of targets) {
-        await streaming(url, key, 16, lead.paced, PACED_MODEL, PACED_STREAM_MS);
-        push(who, 'pacedSpread', await withCpu(pid, () => streaming(url, key, 16, paced, PACED_MODEL, PACED_STREAM_MS), perStream));
-      }
-      for (const [who, url, key, pid] of targets) {
-        await streaming(url, key, 1, lead.single);
-        push(who, 'single', await withCpu(pid, () => streaming(url, key, 1, single), perStream));
+      for (const m of streamedMeasures(sizes)) {
+        for (const [who, url, key, pid] of targets) {
+          await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs);
+          push(who, m.name, await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs), perStream));
+        }
       }
     }
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
