@@ -69,11 +69,12 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-async function pickPort(): Promise<number> {
+/** The gateway's port, and whether it was picked here (not asked for with PORT=<n>): a picked one may be picked again. */
+async function pickPort(): Promise<{ port: number; picked: boolean }> {
   const asked = process.env.PORT;
   if (asked !== undefined && !/^\d{1,5}$/.test(asked)) throw new Error(`PORT must be a port number, got "${asked}"`);
   const want = asked === undefined ? 8000 : Number(asked);
-  if (want !== 0 && (await portFree(want))) return want;
+  if (want !== 0 && (await portFree(want))) return { port: want, picked: asked === undefined };
   if (want !== 0 && asked !== undefined) throw new Error(`port ${want} is in use (PORT=0 picks a free one)`);
   const port = await new Promise<number>((resolve) => {
     const srv = net.createServer().listen(0, '127.0.0.1', () => {
@@ -82,7 +83,7 @@ async function pickPort(): Promise<number> {
     });
   });
   if (want !== 0) progress(`port ${want} is in use: using ${port}`);
-  return port;
+  return { port, picked: true };
 }
 
 /** What the snippets send, as fetch calls: the demo checks each one before printing it. */
@@ -170,19 +171,51 @@ async function stop(code: number): Promise<never> {
   process.exit(code);
 }
 
+/**
+ * Starts the gateway on `port` and waits for its /health: its URL, or '' when it stopped at once because the port was
+ * taken and `mayRetry`. Any other stop before it answered is an error; once it answered, its stop ends the demo.
+ */
+async function startGateway(port: number, env: Record<string, string>, mayRetry: boolean): Promise<string> {
+  progress(`starting the gateway on port ${port}`);
+  const gateway = spawnTs('src/main.ts', [], { ...env, PORT: String(port) });
+  let out = '';
+  let exitCode: number | null | undefined;
+  let started = false;
+  gateway.stdout!.on('data', (d: Buffer) => process.stderr.write(d)); // warnings and errors only (LOG_LEVEL)
+  gateway.stderr!.on('data', (d: Buffer) => { out += d; process.stderr.write(d); });
+  gateway.once('close', (code) => { // after its output: the EADDRINUSE is in `out` by then
+    exitCode = code;
+    if (started && !stopping) { progress(`the gateway exited with ${code}`); void stop(1); }
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (exitCode !== undefined) {
+      if (!mayRetry || !out.includes('EADDRINUSE')) throw new Error(`the gateway exited with ${exitCode}`);
+      progress(`port ${port} was taken before the gateway could bind it: picking another`);
+      return '';
+    }
+    const up = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (up && exitCode === undefined) {
+      started = true;
+      return url;
+    }
+    if (i === 300) throw new Error('the gateway did not answer /health in 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function main(): Promise<void> {
   process.once('SIGINT', () => { progress('stopping'); void stop(0); });
   process.once('SIGTERM', () => { progress('stopping'); void stop(0); });
   process.on('exit', () => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); });
 
-  const port = await pickPort();
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-demo-'));
   progress('starting the upstream simulator');
   const sim = spawnTs('scripts/simulator.ts', ['--port', '0', '--api-key', UPSTREAM_KEY], {});
   const simUrl = (await waitFor(sim, /(http:\/\/127\.0\.0\.1:\d+)/, 'the simulator'))[1];
 
   const env = {
-    DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    DATA_DIR: dataDir, HOST: '127.0.0.1', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     OPENAI_API_KEY: UPSTREAM_KEY, OPENAI_BASE_URL: `${simUrl}/v1`,
     ANTHROPIC_API_KEY: UPSTREAM_KEY, ANTHROPIC_BASE_URL: simUrl,
     GOOGLE_API_KEY: UPSTREAM_KEY, GOOGLE_BASE_URL: simUrl,
@@ -192,18 +225,13 @@ async function main(): Promise<void> {
   progress(`creating a key with ${CREDITS_USD} USD of credits`);
   const key = (await runTs('scripts/keys.ts', ['create', '--name', 'demo', '--credits', String(CREDITS_USD)], { ...env, LOG_LEVEL: 'silent' })).split('\n').pop()!;
 
-  progress(`starting the gateway on port ${port}`);
-  const gateway = spawnTs('src/main.ts', [], env);
-  gateway.stdout!.on('data', (d: Buffer) => process.stderr.write(d)); // warnings and errors only (LOG_LEVEL)
-  gateway.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
-  gateway.once('exit', (code) => { if (!stopping) { progress(`the gateway exited with ${code}`); void stop(1); } });
   sim.once('exit', (code) => { if (!stopping) { progress(`the simulator exited with ${code}`); void stop(1); } });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    const up = await fetch(`${url}/health`).then((r) => r.ok, () => false);
-    if (up) break;
-    if (i === 300) throw new Error('the gateway did not answer /health in 30 s');
-    await new Promise((r) => setTimeout(r, 100));
+  // A port found free here may be taken by another process before the gateway binds it (seen in CI): the gateway then
+  // stops at once naming EADDRINUSE, and a port picked here is picked again (an asked-for PORT=<n> is not).
+  let url = '';
+  for (let attempt = 1; !url; attempt++) {
+    const { port, picked } = await pickPort();
+    url = await startGateway(port, env, picked && attempt < 5);
   }
   progress('waiting for catalog discovery of the simulator\'s models, then checking every snippet');
   await checkSnippets(url, key);

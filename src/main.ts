@@ -25,11 +25,20 @@ async function main() {
   const keys = new KeyService(store.keys, config.keyHashSecret, config.adminApiKey);
   const services = await buildServices(config, store, logger);
   const app = await createApp({ config, store, keys, logger, services });
+  const onListenError = (err: NodeJS.ErrnoException) => {
+    const why = err.code === 'EADDRINUSE' ? 'the port is in use' : err.code === 'EACCES' ? 'not allowed' : err.message;
+    process.stderr.write(`Failed to start: cannot listen on ${config.host}:${config.port} (PORT): ${why} (${err.code ?? 'error'})\n`);
+    process.exit(1);
+  };
   const server: Server = app.listen(config.port, config.host, () => {
+    server.off('error', onListenError);
     const addr = server.address();
     const port = typeof addr === 'object' && addr ? addr.port : config.port;
     logger.info({ port, host: config.host, database: config.database.dialect }, `gateway listening on http://${config.host === '0.0.0.0' ? 'localhost' : config.host}:${port}`);
   });
+  // A port in use (or not allowed) stops start-up with a message naming it, not with an unhandled 'error' event's stack
+  // (the listener goes once the server listens; emitted on a later tick, it is in place in time).
+  server.once('error', onListenError);
   server.keepAliveTimeout = 65_000;
   protectServer(server);
   // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight (src/memory.ts).

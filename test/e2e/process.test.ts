@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startGatewayProcess, runTs } from '../support/proc.js';
@@ -34,5 +35,19 @@ describe('e2e: the gateway process (npm start)', function () {
     const r = await runTs('src/main.ts', [], { PORT: 'eighty', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) });
     expect(r.code).to.equal(1);
     expect(r.stderr).to.contain('PORT: must be an integer');
+  });
+
+  it('a port in use stops start-up with a message naming it, not a stack', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const r = await runTs('src/main.ts', [], { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) });
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain(`Failed to start: cannot listen on 127.0.0.1:${port} (PORT): the port is in use (EADDRINUSE)`);
+      expect(r.stderr).to.not.contain('Unhandled');
+    } finally {
+      taken.close();
+    }
   });
 });

@@ -35,18 +35,24 @@ export interface RunningGateway {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `src/main.ts` and resolves when it logs that it is listening. */
+/**
+ * Starts `src/main.ts` and resolves when it logs that it is listening. It binds a port of its own choosing (PORT=0, unless
+ * `env` names one) and the port is read from its "listening" line: a port found free here and handed to the process
+ * could be taken by another before the process binds it (seen in CI: the demo's EADDRINUSE).
+ */
 export async function startGatewayProcess(env: Record<string, string>): Promise<RunningGateway> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
-    cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: String(port), ...env },
+    cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0', ...env },
   });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
-  await new Promise<void>((resolve, reject) => {
+  const port = await new Promise<number>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`gateway did not start:\n${out}`)), 20_000);
-    const check = () => { if (out.includes('gateway listening')) { clearTimeout(t); resolve(); } };
+    const check = () => {
+      const line = out.split('\n').slice(0, -1).find((l) => l.includes('gateway listening')); // whole lines only
+      if (line) { clearTimeout(t); resolve((JSON.parse(line) as { port: number }).port); }
+    };
     child.stdout!.on('data', check);
     child.on('exit', (code) => { clearTimeout(t); reject(new Error(`gateway exited with ${code}:\n${out}`)); });
   });
