@@ -27,7 +27,7 @@ async function main() {
   const app = await createApp({ config, store, keys, logger, services });
   const onListenError = (err: NodeJS.ErrnoException) => {
     const why = err.code === 'EADDRINUSE' ? 'the port is in use' : err.code === 'EACCES' ? 'not allowed' : err.message;
-    process.stderr.write(`Failed to start: cannot listen on ${config.host}:${config.port} (PORT): ${why} (${err.code ?? 'error'})\n`);
+    process.stderr.write(`Failed to start: cannot listen on ${config.host}:${config.port} (HOST, PORT): ${why} (${err.code ?? 'error'})\n`);
     process.exit(1);
   };
   const server: Server = app.listen(config.port, config.host, () => {

@@ -44,7 +44,7 @@ describe('e2e: the gateway process (npm start)', function () {
     try {
       const r = await runTs('src/main.ts', [], { HOST: '127.0.0.1', PORT: String(port), DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) });
       expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain(`Failed to start: cannot listen on 127.0.0.1:${port} (PORT): the port is in use (EADDRINUSE)`);
+      expect(r.stderr).to.contain(`Failed to start: cannot listen on 127.0.0.1:${port} (HOST, PORT): the port is in use (EADDRINUSE)`);
       expect(r.stderr).to.not.contain('Unhandled');
     } finally {
       taken.close();
