@@ -48,6 +48,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How often an idle process checks whether to give the C allocator's free memory back (src/memory.ts); 0 = never. */
   memoryTrimIntervalMs: number;
+  /** Nothing served for this long: V8's heap reduced by the gateway (src/memory.ts); 0 = never. */
+  memoryReduceAfterMs: number;
   /** Built-in tools and web-search augmentation (src/tools). */
   tools: ToolsConfig;
   /** Model-hub facade (src/facades/hub.ts). */
@@ -332,6 +334,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxAttempts: int(env, 'UPSTREAM_MAX_ATTEMPTS', 3, 1, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     memoryTrimIntervalMs: int(env, 'MEMORY_TRIM_INTERVAL_MS', 5_000, 0),
+    memoryReduceAfterMs: int(env, 'MEMORY_REDUCE_AFTER_MS', 30_000, 0),
     tools: toolsConfig(env),
     hub: {
       baseUrl: httpUrl(env, 'HUB_BASE_URL', 'https://huggingface.co')!,

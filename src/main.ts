@@ -41,9 +41,14 @@ async function main() {
   server.once('error', onListenError);
   server.keepAliveTimeout = 65_000;
   protectServer(server);
-  // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight (src/memory.ts).
-  const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs });
+  // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight; V8's heap once nothing
+  // has been served for MEMORY_REDUCE_AFTER_MS, V8's own memory reducer being off under `npm start` (src/memory.ts).
+  const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs, reduceAfterMs: config.memoryReduceAfterMs });
   if (trimmer.start()) services.metrics.watchMemoryTrim(trimmer);
+  if (process.execArgv.includes('--no-memory-reducer') && !trimmer.reduces) {
+    logger.warn({ memoryReduceAfterMs: config.memoryReduceAfterMs, memoryTrimIntervalMs: config.memoryTrimIntervalMs },
+      'V8\'s memory reducer is off (--no-memory-reducer) and the gateway does not reduce the heap itself (the native/malloc-trim addon is not built, or MEMORY_REDUCE_AFTER_MS or MEMORY_TRIM_INTERVAL_MS is 0): the heap is not given back after load');
+  }
 
   // A promise nobody awaited must not take the process (and every open stream) down; it is a bug to log.
   process.on('unhandledRejection', (err) => logger.error({ err }, 'unhandled promise rejection'));

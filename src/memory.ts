@@ -1,20 +1,29 @@
 /**
- * The C allocator's free memory given back to the system when the gateway is not serving.
+ * Memory given back to the system when the gateway is not serving: the C allocator's free pages whenever nothing is in
+ * flight, and V8's heap once nothing has been served for a while.
  *
- * Node allocates the bytes of every Buffer with glibc's malloc: a request body's pieces, the body joined, the
- * upstream request's bytes. After a load of large bodies (vision requests of megabytes, long agent conversations)
- * V8's garbage collector frees them all, but glibc keeps the freed pages resident: its heap only shrinks from the top,
- * and one small allocation that lives on above them pins them all. Measured (docs/PERFORMANCE.md, session 26): 20 s of
- * 2 MB requests at concurrency 16 left an idle gateway at 239 MB, 135 MB of it glibc's heap with 6 MB in use;
- * `malloc_trim(0)` took it to 100 MB. Node has no call for it, so native/malloc-trim is a Node-API addon of a few
- * lines, an optional dependency built at install; where it is missing (no compiler) or meaningless (not glibc) the
- * gateway goes on without it.
+ * The C allocator. Node allocates the bytes of every Buffer with glibc's malloc: a request body's pieces, the body
+ * joined, the upstream request's bytes. After a load of large bodies (vision requests of megabytes, long agent
+ * conversations) V8's garbage collector frees them all, but glibc keeps the freed pages resident: its heap only shrinks
+ * from the top, and one small allocation that lives on above them pins them all. Measured (docs/PERFORMANCE.md,
+ * session 26): 20 s of 2 MB requests at concurrency 16 left an idle gateway at 239 MB, 135 MB of it glibc's heap with
+ * 6 MB in use; `malloc_trim(0)` took it to 100 MB. Node has no call for it, so native/malloc-trim is a Node-API addon of
+ * a few lines, an optional dependency built at install; where it is missing (no compiler) or meaningless (not glibc)
+ * the gateway goes on without it. A timer checks every `intervalMs` (MEMORY_TRIM_INTERVAL_MS; 0 turns all of this off)
+ * and trims only when no request is in flight and there is likely something to give back: the RSS grew by
+ * `growthBytes` since the last trim, or Buffers of that size were freed since (`external` fell). A trim takes ~0.2 ms
+ * when there is little to give back and ~6 ms for 70 MB; a request arriving meanwhile waits for it. Under load
+ * something is nearly always in flight, so the trims happen in the pauses, where they cost no one.
  *
- * When: a timer checks every `intervalMs` (MEMORY_TRIM_INTERVAL_MS; 0 turns it off) and trims only when no request is
- * in flight and there is likely something to give back: the RSS grew by `growthBytes` since the last trim, or
- * Buffers of that size were freed since (`external` fell). A trim takes ~0.2 ms when there is little to give back and
- * ~6 ms for 70 MB; a request arriving meanwhile waits for it. Under load something is nearly always in flight, so
- * the trims happen in the pauses, where they cost no one.
+ * V8's heap. V8's own memory reducer starts memory-reducing collections after 8 s of little allocation, and such a
+ * collection also frees the object layouts ("maps") that no live object has at that moment: after a pause in the
+ * traffic those are the request path's own (Node's HTTP objects, undici's, the gateway's), and the optimised code that
+ * relied on them is thrown away with them and compiled again when the traffic comes back, on the same cores as the
+ * traffic (docs/PERFORMANCE.md, sessions 35, 37 and 38: ~180–250 functions each time, a burst of streams slower by
+ * ~2.5 ms at its median). So `npm start` runs Node with `--no-memory-reducer`, and the same collection is asked for
+ * here instead (`lowMemory`: v8::Isolate::LowMemoryNotification(), native/malloc-trim's second addon) once nothing has
+ * been served for `reduceAfterMs` (MEMORY_REDUCE_AFTER_MS, 30 s), then the C allocator trimmed: once per quiet spell, and
+ * at start-up's end. It takes 10–30 ms, on a gateway that has served nothing for that long.
  */
 import { createRequire } from 'node:module';
 import type { Logger } from './logger.js';
@@ -22,17 +31,28 @@ import type { InFlight } from './reliability/drain.js';
 
 /** malloc_trim(0): true when memory was given back. */
 export type TrimFn = () => boolean;
+/** V8's memory-reducing full collection (v8::Isolate::LowMemoryNotification). */
+export type ReduceFn = () => void;
 
-interface Addon { trim: TrimFn; supported: boolean }
+interface Addon { trim: TrimFn; supported: boolean; lowMemory: ReduceFn | null }
 
-/** The addon's trim, or null where it was not built or this is not glibc. */
-export function loadTrim(): TrimFn | null {
+function loadAddon(): Addon | null {
   try {
-    const addon = createRequire(import.meta.url)('@model-gateway/malloc-trim') as Addon | null;
-    return addon?.supported ? addon.trim : null;
+    return createRequire(import.meta.url)('@model-gateway/malloc-trim') as Addon | null;
   } catch {
     return null;
   }
+}
+
+/** The addon's trim, or null where it was not built or this is not glibc. */
+export function loadTrim(): TrimFn | null {
+  const addon = loadAddon();
+  return addon?.supported ? addon.trim : null;
+}
+
+/** The addon's V8 low-memory call, or null where it was not built. */
+export function loadReduce(): ReduceFn | null {
+  return loadAddon()?.lowMemory ?? null;
 }
 
 export interface MemoryReading { rss: number; external: number }
@@ -42,49 +62,112 @@ const readMemory = (): MemoryReading => {
   return { rss: m.rss, external: m.external };
 };
 
+export interface MemoryTrimmerOptions {
+  intervalMs: number;
+  /** Nothing served for this long: V8's heap reduced (0: never). */
+  reduceAfterMs?: number;
+  growthBytes?: number;
+  /** Injected in tests; undefined: the addon's (null: none). */
+  trim?: TrimFn | null;
+  reduce?: ReduceFn | null;
+  read?: () => MemoryReading;
+  now?: () => number;
+}
+
 export class MemoryTrimmer {
   private timer?: NodeJS.Timeout;
   /** The reading right after the last trim (or at start). */
   private last?: MemoryReading;
-  /** Trims done, and the bytes of RSS they gave back (for the logs and tests). */
+  private trimFn: TrimFn | null = null;
+  private reduceFn: ReduceFn | null = null;
+  /** `inflight.started` at the last tick, and when a request was last seen in flight or started. */
+  private seen = 0;
+  private busyAt = 0;
+  /** Something was served (or the process started) since the last reduction. */
+  private pending = true;
+  /** Trims done, and the bytes of RSS they gave back; reductions done, and theirs (for the logs, metrics and tests). */
   trims = 0;
   released = 0;
+  reductions = 0;
+  reducedBytes = 0;
 
   constructor(
-    private readonly inflight: Pick<InFlight, 'count'>,
+    private readonly inflight: Pick<InFlight, 'count' | 'started'>,
     private readonly logger: Pick<Logger, 'debug'>,
-    private readonly opts: { intervalMs: number; growthBytes?: number; trim?: TrimFn | null; read?: () => MemoryReading },
+    private readonly opts: MemoryTrimmerOptions,
   ) {}
 
-  /** Starts the timer; false when there is nothing to do (turned off, or no trim on this system). */
+  /** True when V8's heap is reduced here (the addon is built and MEMORY_REDUCE_AFTER_MS is not 0); set by start(). */
+  get reduces(): boolean {
+    return !!this.reduceFn;
+  }
+
+  /** Starts the timer; false when there is nothing to do (turned off, or neither call on this system). */
   start(): boolean {
-    const trim = this.opts.trim === undefined ? loadTrim() : this.opts.trim;
-    if (!trim || this.opts.intervalMs <= 0) {
-      this.logger.debug({ available: !!trim, intervalMs: this.opts.intervalMs }, 'memory trim off');
+    this.trimFn = this.opts.trim === undefined ? loadTrim() : this.opts.trim;
+    const reduce = this.opts.reduce === undefined ? loadReduce() : this.opts.reduce;
+    this.reduceFn = (this.opts.reduceAfterMs ?? 30_000) > 0 ? reduce : null;
+    if ((!this.trimFn && !this.reduceFn) || this.opts.intervalMs <= 0) {
+      this.logger.debug({ available: !!this.trimFn, reduce: !!this.reduceFn, intervalMs: this.opts.intervalMs }, 'memory trim off');
+      this.trimFn = this.reduceFn = null;
       return false;
     }
-    this.last = (this.opts.read ?? readMemory)();
-    this.timer = setInterval(() => this.tick(trim), this.opts.intervalMs);
+    this.last = this.read();
+    this.seen = this.inflight.started;
+    this.busyAt = this.now();
+    this.timer = setInterval(() => this.tick(), this.opts.intervalMs);
     this.timer.unref();
     return true;
   }
 
-  /** One check: trims when nothing is in flight and the memory readings say there is something to give back. */
-  tick(trim: TrimFn): boolean {
-    if (this.inflight.count !== 0) return false;
-    const read = this.opts.read ?? readMemory;
-    const now = read();
+  private read(): MemoryReading {
+    return (this.opts.read ?? readMemory)();
+  }
+
+  private now(): number {
+    return this.opts.now ? this.opts.now() : performance.now();
+  }
+
+  /**
+   * One check: V8's heap reduced (and then the C allocator trimmed) when nothing has been served for `reduceAfterMs`
+   * since the last reduction; else the C allocator trimmed when nothing is in flight and the readings say there is
+   * something to give back. Answers what it did.
+   */
+  tick(): 'reduced' | 'trimmed' | false {
+    const now = this.now();
+    const started = this.inflight.started;
+    if (this.inflight.count !== 0 || started !== this.seen) {
+      this.seen = started;
+      this.busyAt = now;
+      this.pending = true;
+      if (this.inflight.count !== 0) return false;
+    }
+    if (this.reduceFn && this.pending && now - this.busyAt >= (this.opts.reduceAfterMs ?? 30_000)) {
+      const before = this.read();
+      const t0 = process.hrtime.bigint();
+      this.reduceFn();
+      this.trimFn?.();
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      this.last = this.read();
+      this.pending = false;
+      this.reductions++;
+      this.reducedBytes += Math.max(0, before.rss - this.last.rss);
+      this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: before.rss, rssAfter: this.last.rss }, 'memory reduced');
+      return 'reduced';
+    }
+    if (!this.trimFn) return false;
+    const reading = this.read();
     const growth = this.opts.growthBytes ?? 16 * 2 ** 20;
-    const last = this.last ?? now;
-    if (now.rss - last.rss < growth && last.external - now.external < growth) return false;
+    const last = this.last ?? reading;
+    if (reading.rss - last.rss < growth && last.external - reading.external < growth) return false;
     const t0 = process.hrtime.bigint();
-    trim();
+    this.trimFn();
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    this.last = read();
+    this.last = this.read();
     this.trims++;
-    this.released += Math.max(0, now.rss - this.last.rss);
-    this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: now.rss, rssAfter: this.last.rss }, 'memory trimmed');
-    return true;
+    this.released += Math.max(0, reading.rss - this.last.rss);
+    this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: reading.rss, rssAfter: this.last.rss }, 'memory trimmed');
+    return 'trimmed';
   }
 
   stop(): void {

@@ -195,12 +195,16 @@ export class Metrics implements AttemptMetrics {
   }
 
   /** The memory trimmer's counts (src/memory.ts), read at each scrape. */
-  watchMemoryTrim(source: { readonly trims: number; readonly released: number }): void {
+  watchMemoryTrim(source: { readonly trims: number; readonly released: number; readonly reductions: number; readonly reducedBytes: number }): void {
     const registers = [this.registry];
     new client.Counter({ name: 'gateway_memory_trims_total', help: 'Times the C allocator\'s free memory was given back to the system while nothing was in flight.', registers,
       collect() { this.reset(); this.inc(source.trims); } });
     new client.Counter({ name: 'gateway_memory_trim_released_bytes_total', help: 'Resident memory those trims gave back, in bytes.', registers,
       collect() { this.reset(); this.inc(source.released); } });
+    new client.Counter({ name: 'gateway_memory_reductions_total', help: 'Times V8\'s heap was reduced (a memory-reducing full collection, then a trim) after nothing was served for MEMORY_REDUCE_AFTER_MS.', registers,
+      collect() { this.reset(); this.inc(source.reductions); } });
+    new client.Counter({ name: 'gateway_memory_reduction_released_bytes_total', help: 'Resident memory those reductions gave back, in bytes.', registers,
+      collect() { this.reset(); this.inc(source.reducedBytes); } });
   }
 
   httpRequest(operation: string, status: number, ms: number): void {

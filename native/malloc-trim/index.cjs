@@ -1,10 +1,17 @@
 'use strict';
-// The addon built by `node-gyp rebuild` at install; null where it could not be built (no compiler): callers go on
-// without trimming.
-let addon = null;
+// The addons built by `node-gyp rebuild` at install, each loaded on its own: malloc_trim (Node-API, src/trim.c) and
+// low_memory (V8's C++ API, src/low-memory.cc, built for the Node.js it runs on). null where neither could be built
+// (no compiler): callers go on without them.
+let trim = null;
 try {
-  addon = require('./build/Release/malloc_trim.node');
+  trim = require('./build/Release/malloc_trim.node');
 } catch {
-  addon = null;
+  trim = null;
 }
-module.exports = addon;
+let lowMemory = null;
+try {
+  lowMemory = require('./build/Release/low_memory.node').lowMemory;
+} catch {
+  lowMemory = null;
+}
+module.exports = trim || lowMemory ? { trim: trim ? trim.trim : () => false, supported: !!trim && trim.supported, lowMemory } : null;

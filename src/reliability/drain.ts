@@ -4,6 +4,8 @@
  */
 export class InFlight {
   private n = 0;
+  /** Requests counted since start (src/memory.ts tells a quiet process by it). */
+  private total = 0;
   private waiters = new Set<() => void>();
   /** Set when the process is stopping: new requests are refused with 503. */
   draining = false;
@@ -12,9 +14,14 @@ export class InFlight {
     return this.n;
   }
 
+  get started(): number {
+    return this.total;
+  }
+
   /** Counts one request; the returned function ends it (idempotent). */
   enter(): () => void {
     this.n++;
+    this.total++;
     let left = false;
     return () => {
       if (left) return;

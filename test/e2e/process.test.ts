@@ -31,6 +31,37 @@ describe('e2e: the gateway process (npm start)', function () {
     expect(gw.logs()).to.not.contain(key).and.not.contain('secret prompt words');
   });
 
+  it("with npm start's --no-memory-reducer, the gateway reduces V8's heap itself after start-up and after each quiet spell", async () => {
+    const env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')), LOG_LEVEL: 'debug', MEMORY_TRIM_INTERVAL_MS: '100', MEMORY_REDUCE_AFTER_MS: '600' };
+    const gw = await startGatewayProcess(env, ['--no-memory-reducer']);
+    const reduced = () => gw.logs().split('\n').filter((l) => l.includes('"msg":"memory reduced"')).map((l) => JSON.parse(l) as { rssBefore: number; rssAfter: number; ms: number });
+    const until = async (n: number) => {
+      for (let i = 0; i < 100 && reduced().length < n; i++) await new Promise((r) => setTimeout(r, 50));
+      return reduced();
+    };
+    try {
+      const first = await until(1); // start-up's garbage, once nothing has been served for 0.6 s
+      expect(first).to.have.length(1);
+      expect(first[0].rssAfter).to.be.a('number').and.greaterThan(0);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(reduced()).to.have.length(1); // quiet since: nothing more to do
+      for (let i = 0; i < 20; i++) expect((await fetch(`${gw.url}/health`)).status).to.equal(200);
+      expect(await until(2)).to.have.length(2); // served, then quiet again
+    } finally {
+      expect(await gw.stop('SIGTERM')).to.equal(0);
+    }
+    expect(gw.logs()).to.not.contain("V8's memory reducer is off");
+  });
+
+  it('says so at start-up when V8\'s memory reducer is off and nothing gives the heap back in its place', async () => {
+    const env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')), MEMORY_REDUCE_AFTER_MS: '0' };
+    const gw = await startGatewayProcess(env, ['--no-memory-reducer']);
+    expect(await gw.stop('SIGTERM')).to.equal(0);
+    const warning = gw.logs().split('\n').filter((l) => l.includes("V8's memory reducer is off")).map((l) => JSON.parse(l));
+    expect(warning).to.have.length(1);
+    expect(warning[0]).to.include({ level: 40, memoryReduceAfterMs: 0 }); // pino's warn
+  });
+
   it('a bad setting stops start-up with a message naming the variable', async () => {
     const r = await runTs('src/main.ts', [], { PORT: 'eighty', DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')) });
     expect(r.code).to.equal(1);

@@ -36,12 +36,12 @@ export interface RunningGateway {
 }
 
 /**
- * Starts `src/main.ts` and resolves when it logs that it is listening. It binds a port of its own choosing (PORT=0, unless
+ * Starts `src/main.ts` (with `nodeArgs` given to node, e.g. npm start's `--no-memory-reducer`) and resolves when it logs that it is listening. It binds a port of its own choosing (PORT=0, unless
  * `env` names one) and the port is read from its "listening" line: a port found free here and handed to the process
  * could be taken by another before the process binds it (seen in CI: the demo's EADDRINUSE).
  */
-export async function startGatewayProcess(env: Record<string, string>): Promise<RunningGateway> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+export async function startGatewayProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<RunningGateway> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
     cwd: ROOT, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0', ...env },
   });
   let out = '';
