@@ -3,9 +3,9 @@ import type { Handler, HandlerCtx } from '../src/app.js';
 import { ApiError, forbidden, notFound } from '../src/errors.js';
 import { parseChatRequest } from '../src/wire/openai-chat.js';
 import { completionJson, toCompletion, OpenAIChunkWriter } from '../src/wire/openai-stream.js';
-import { gatewayUsage, clientError, STOP, type Served } from '../src/engine/chat.js';
+import { gatewayUsage, clientError, type Served } from '../src/engine/chat.js';
 import { UpstreamError, type ChatRequest, type Message } from '../src/engine/types.js';
-import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
+import { FrameSink, clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 import type { ChatSession } from '../src/store/sessions.js';
 import { uuid4 } from '../src/ids.js';
 
@@ -83,21 +83,16 @@ export const createChatCompletion: Handler = async (ctx) => {
   const stream = await engine.stream(req, call);
   const writer = new OpenAIChunkWriter(`chatcmpl-${uuid4()}`, stream.offer.modelId, Math.floor(Date.now() / 1000), req.includeUsage);
   const out = startSse(ctx.res, servedHeaders(stream)); // X-Request-Id: set by the prelude (src/app.ts) for every answer
-  let reply = '';
+  const sink = new FrameSink(out, writer, abort.signal, !!session);
   try {
-    // As `for await` over the events, without its promises per event (EngineEvents.consume).
-    await stream.events.consume((ev) => {
-      if (session && ev.type === 'text' && ev.index === 0) reply += ev.text;
-      const full = writeFrame(out, writer.write(ev), writer.ascii);
-      if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
-      return abort.signal.aborted ? STOP : undefined;
-    });
+    // As `for await` over the events, without its promises per event (EngineEvents.consume), into the sink's method.
+    await stream.events.consume(FrameSink.prototype.event, sink);
     const served = stream.served();
     if (served) {
       // awaited only when there is something to wait for: an await of `undefined` is a microtask step and a resumption
       const full = writeFrame(out, writer.end(gatewayUsage(served)), writer.ascii);
       if (full) await full;
-      if (session) await saveTurn(ctx, session, userText, reply, served);
+      if (session) await saveTurn(ctx, session, userText, sink.reply, served);
     }
   } catch (err) {
     if (!abort.signal.aborted) {

@@ -2,9 +2,9 @@
 import type { Handler } from '../src/app.js';
 import { ApiError, anthropicErrorType } from '../src/errors.js';
 import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
-import { gatewayUsage, clientError, STOP } from '../src/engine/chat.js';
+import { gatewayUsage, clientError } from '../src/engine/chat.js';
 import { UpstreamError, emptyUsage } from '../src/engine/types.js';
-import { clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
+import { FrameSink, clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
 
 export const createMessage: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
@@ -27,12 +27,8 @@ export const createMessage: Handler = async (ctx) => {
   const writer = new AnthropicEventWriter(stream.offer.modelId);
   const out = startSse(ctx.res, { 'X-Gateway-Provider': stream.offer.gateway, 'X-Gateway-Model': stream.offer.upstreamModel }); // X-Request-Id: the prelude's
   try {
-    // As `for await` over the events, without its promises per event (EngineEvents.consume).
-    await stream.events.consume((ev) => {
-      const full = writeFrame(out, writer.write(ev), writer.ascii);
-      if (full) return full.then(() => (abort.signal.aborted ? STOP : undefined));
-      return abort.signal.aborted ? STOP : undefined;
-    });
+    // As `for await` over the events, without its promises per event (EngineEvents.consume), into the sink's method.
+    await stream.events.consume(FrameSink.prototype.event, new FrameSink(out, writer, abort.signal));
     const served = stream.served();
     const full = served ? writeFrame(out, writer.end(served.usage ?? emptyUsage())) : undefined;
     if (full) await full; // only when the socket is full (see src/engine/respond.ts writeFrame)

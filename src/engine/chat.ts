@@ -354,36 +354,77 @@ export class ChatEngine {
       throw err;
     }
     const { offer, attempts, startedAt } = got;
-    const ttftMs = Date.now() - started;
-    let served: Served | undefined;
-
     const { it, watch } = got.value;
-    const events = new EngineEvents(got.value.first, () => watch.start(it),
-      (err) => (err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err),
-      async ({ ended, failed, failure, usage, chars }) => {
-        watch.stop();
-        const latencyMs = Date.now() - started;
-        if (ended) {
-          const observed = this.observe(offer, true, 'success', Date.now() - startedAt, null);
-          if (observed) await observed;
-          const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
-          const cost = costOf(offer, u, this.d.config.priceMarkup);
-          const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
-          served = { offer, attempts, latencyMs, ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
-          this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, ttftMs, null);
-        } else {
-          // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
-          await this.d.store.credits.release(hold.id);
-          await it.return?.().catch(() => undefined);
-          const cancelled = ctx.signal.aborted || !failed;
-          const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
-          this.d.metrics?.upstreamRequest(offer.gateway, cancelled ? 'cancelled' : e.kind, Date.now() - startedAt);
-          if (!cancelled) await this.observe(offer, false, outcomeOf(e), latencyMs, e.message);
-          this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, ttftMs,
-            cancelled ? 'client_disconnected' : e.kind);
-        }
-      }, () => watch.settled(), isPolledEvents(it) ? { poll: () => it.poll(), wait: (cb) => watch.wait(it, cb) } : undefined);
-    return { offer, events, served: () => served };
+    const s = new OpenedStream(ctx, req, offer, hold.id, attempts, started, startedAt, Date.now() - started, it, watch);
+    // Bound prototype methods, not closures made here: V8 keeps a closure's optimised code only while one of them
+    // lives, and the stream path's was thrown away between streams (docs/PERFORMANCE.md, session 38).
+    const events = new EngineEvents(got.value.first, s.step.bind(s), this.streamError.bind(this, offer), this.closeStream.bind(this, s),
+      s.settled.bind(s), isPolledEvents(it) ? s : undefined);
+    return { offer, events, served: s.served.bind(s) };
+  }
+
+  /** A stream's failure as its consumer sees it: without the upstream key in its message. */
+  private streamError(offer: Offer, err: unknown): unknown {
+    return err instanceof UpstreamError ? withoutKey(err, this.target(offer).apiKey) : err;
+  }
+
+  /** An opened stream's end (EngineEvents' `close`): the hold settled by its usage, or released; recorded either way. */
+  private async closeStream(s: OpenedStream, { ended, failed, failure, usage, chars }: StreamEnd): Promise<void> {
+    const { ctx, req, offer } = s;
+    s.watch.stop();
+    const latencyMs = Date.now() - s.started;
+    if (ended) {
+      const observed = this.observe(offer, true, 'success', Date.now() - s.startedAt, null);
+      if (observed) await observed;
+      const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+      const cost = costOf(offer, u, this.d.config.priceMarkup);
+      const charged = await this.d.store.credits.settle(s.holdId, cost.totalNano);
+      s.result = { offer, attempts: s.attempts, latencyMs, ttftMs: s.ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
+      this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, s.ttftMs, null);
+    } else {
+      // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
+      await this.d.store.credits.release(s.holdId);
+      await s.it.return?.().catch(() => undefined);
+      const cancelled = ctx.signal.aborted || !failed;
+      const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
+      this.d.metrics?.upstreamRequest(offer.gateway, cancelled ? 'cancelled' : e.kind, Date.now() - s.startedAt);
+      if (!cancelled) await this.observe(offer, false, outcomeOf(e), latencyMs, e.message);
+      this.record(ctx, offer, req, cancelled ? 'cancelled' : outcomeOf(e), cancelled ? 499 : clientError(e).status, usage, 0, latencyMs, s.ttftMs,
+        cancelled ? 'client_disconnected' : e.kind);
+    }
+  }
+}
+
+/**
+ * One opened stream, as its events (EngineEvents) and its end (ChatEngine.closeStream) need it: the upstream's events
+ * through their idle watch, and what the end settles and records.
+ */
+class OpenedStream implements PolledEvents {
+  /** Known once the events ended with the upstream's terminator and the hold was settled. */
+  result: Served | undefined;
+
+  constructor(readonly ctx: CallContext, readonly req: ChatRequest, readonly offer: Offer, readonly holdId: string, readonly attempts: number,
+    readonly started: number, readonly startedAt: number, readonly ttftMs: number,
+    readonly it: AsyncIterator<StreamEvent>, readonly watch: IdleWatch) {}
+
+  step(): Promise<IteratorResult<StreamEvent>> {
+    return this.watch.start(this.it);
+  }
+
+  settled(): unknown {
+    return this.watch.settled();
+  }
+
+  served(): Served | undefined {
+    return this.result;
+  }
+
+  poll(): StreamEvent | undefined {
+    return (this.it as unknown as PolledEvents).poll();
+  }
+
+  wait(cb: () => void): boolean {
+    return this.watch.wait(this.it as unknown as PolledEvents, cb);
   }
 }
 
@@ -401,9 +442,20 @@ export interface StreamEnd {
 }
 
 const done = () => STREAM_DONE;
+const noop = (): void => undefined;
 
 /** What a consumer's `onEvent` returns to stop taking events (EngineEvents.consume): a `break`. */
 export const STOP = Symbol('stop consuming');
+
+/** One `consume()` in progress: the consumer, how it ends, and its callbacks once made (EngineEvents.consume). */
+interface Consumption {
+  onEvent: (ev: StreamEvent) => unknown;
+  receiver: unknown;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  pump: (() => void) | undefined;
+  afterNext: ((step: IteratorResult<StreamEvent>) => void) | undefined;
+}
 
 /**
  * The events of an opened stream as the engine hands them on: `first`, then each `step()` (the upstream's next
@@ -449,60 +501,86 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
    * handed on at once, and a wait is a callback from the body's data callback: no promise and no microtask per event
    * (the end and failures still take `next()`; without `polled`, every event after the first). `for await` cost two
    * promises and two microtask steps per event, and the consumer's resumption (docs/PERFORMANCE.md, session 27).
+   * `onEvent` is called with `receiver` as `this`: a consumer passes a prototype method and its object rather than a
+   * closure made per stream, whose optimised code V8 would throw away between streams (session 38).
    */
-  consume(onEvent: (ev: StreamEvent) => unknown): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const polled = this.polled;
-      const stop = (): void => void this.return().then(() => resolve(), reject);
-      const broke = (err: unknown): void => void this.return().then(() => reject(err), () => reject(err));
-      /** Hands `ev` on; true when the next one can be taken at once. */
-      const give = (ev: StreamEvent): boolean => {
-        const r = onEvent(ev);
-        if (r === STOP) stop();
-        else if (r instanceof Promise) r.then((v) => (v === STOP ? stop() : pump()), broke);
-        else return true;
-        return false;
-      };
-      const viaNext = (): void => {
-        this.next().then((step) => {
-          try {
-            if (step.done) resolve();
-            else if (give(step.value)) pump();
-          } catch (err) {
-            broke(err);
-          }
-        }, reject);
-      };
-      const pump = (): void => {
-        try {
-          for (;;) {
-            let ev: StreamEvent | undefined;
-            const first = this.first;
-            if (first && !first.done && !this.closed && !this.pending) {
-              this.first = undefined;
-              ev = first.value;
-            } else if (!polled || first || this.closed || this.pending) return viaNext();
-            else {
-              ev = polled.poll();
-              if (ev === undefined) {
-                if (polled.wait(pump)) return;
-                return viaNext(); // the end or a failure: next() tells it
-              }
-            }
-            const late = this.settled?.();
-            if (late !== undefined) {
-              this.finish(true, this.mapError(late)).then(() => resolve(), reject);
-              return;
-            }
-            this.count(ev);
-            if (!give(ev)) return;
-          }
-        } catch (err) {
-          broke(err);
-        }
-      };
-      pump();
+  consume<T>(onEvent: (this: T, ev: StreamEvent) => unknown, receiver?: T): Promise<void> {
+    const c: Consumption = { onEvent: onEvent as (ev: StreamEvent) => unknown, receiver, resolve: noop, reject: noop, pump: undefined, afterNext: undefined };
+    // The executor only takes the settlers (the pump is called from here: a closure that called it would carry its
+    // optimised code, see below).
+    const consumed = new Promise<void>((resolve, reject) => {
+      c.resolve = resolve;
+      c.reject = reject;
     });
+    this.pump(c);
+    return consumed;
+  }
+
+  /*
+   * The consumption's steps are prototype methods called with its state (`c`), and what is handed out as a callback
+   * is bound to them (`c.pump`, `c.afterNext`): not closures made in `consume`. V8 keeps the optimised code of closures
+   * only while one of them lives, so a full collection while no stream is open threw the stream path's away, and it
+   * was compiled again under the next streams (docs/PERFORMANCE.md, session 38; src/providers/body-events.ts).
+   */
+
+  private stopConsuming(c: Consumption): void {
+    void this.return().then(() => c.resolve(), c.reject);
+  }
+
+  private broke(c: Consumption, err: unknown): void {
+    void this.return().then(() => c.reject(err), () => c.reject(err));
+  }
+
+  /** Hands `ev` on; true when the next one can be taken at once. */
+  private give(c: Consumption, ev: StreamEvent): boolean {
+    const r = c.onEvent.call(c.receiver, ev);
+    if (r === STOP) this.stopConsuming(c);
+    else if (r instanceof Promise) r.then((v) => (v === STOP ? this.stopConsuming(c) : this.pump(c)), (err) => this.broke(c, err));
+    else return true;
+    return false;
+  }
+
+  private viaNext(c: Consumption): void {
+    this.next().then(c.afterNext ??= this.afterNext.bind(this, c), c.reject);
+  }
+
+  private afterNext(c: Consumption, step: IteratorResult<StreamEvent>): void {
+    try {
+      if (step.done) c.resolve();
+      else if (this.give(c, step.value)) this.pump(c);
+    } catch (err) {
+      this.broke(c, err);
+    }
+  }
+
+  private pump(c: Consumption): void {
+    const polled = this.polled;
+    try {
+      for (;;) {
+        let ev: StreamEvent | undefined;
+        const first = this.first;
+        if (first && !first.done && !this.closed && !this.pending) {
+          this.first = undefined;
+          ev = first.value;
+        } else if (!polled || first || this.closed || this.pending) return this.viaNext(c);
+        else {
+          ev = polled.poll();
+          if (ev === undefined) {
+            if (polled.wait(c.pump ??= this.pump.bind(this, c))) return;
+            return this.viaNext(c); // the end or a failure: next() tells it
+          }
+        }
+        const late = this.settled?.();
+        if (late !== undefined) {
+          this.finish(true, this.mapError(late)).then(() => c.resolve(), c.reject);
+          return;
+        }
+        this.count(ev);
+        if (!this.give(c, ev)) return;
+      }
+    } catch (err) {
+      this.broke(c, err);
+    }
   }
 
   [Symbol.asyncIterator](): this {
@@ -532,7 +610,11 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
     return this.finish(false, undefined);
   }
 
-  private readonly take = (step: IteratorResult<StreamEvent>): IteratorResult<StreamEvent> | Promise<IteratorResult<StreamEvent>> => {
+  /** `next()`'s continuations: bound prototype methods, not arrow fields (see `consume`'s steps). */
+  private readonly take: (step: IteratorResult<StreamEvent>) => IteratorResult<StreamEvent> | Promise<IteratorResult<StreamEvent>> = this.taken.bind(this);
+  private readonly fail: (err: unknown) => Promise<IteratorResult<StreamEvent>> = this.failed.bind(this);
+
+  private taken(step: IteratorResult<StreamEvent>): IteratorResult<StreamEvent> | Promise<IteratorResult<StreamEvent>> {
     this.pending = undefined;
     const late = this.settled?.();
     if (late !== undefined) return this.finish(true, this.mapError(late));
@@ -542,7 +624,7 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
     }
     this.count(step.value);
     return step;
-  };
+  }
 
   /** What the close is told: the last usage, the characters handed on, whether the terminator came. */
   private count(ev: StreamEvent): void {
@@ -552,10 +634,10 @@ export class EngineEvents implements AsyncIterableIterator<StreamEvent> {
     else if (ev.type === 'end') this.ended = true;
   }
 
-  private readonly fail = (err: unknown): Promise<IteratorResult<StreamEvent>> => {
+  private failed(err: unknown): Promise<IteratorResult<StreamEvent>> {
     this.pending = undefined;
     return this.finish(true, this.mapError(this.settled?.() ?? err));
-  };
+  }
 
   private finish(failed: boolean, failure: unknown): Promise<IteratorResult<StreamEvent>> {
     let closing: Promise<void>;

@@ -20,6 +20,8 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { Cancellation } from '../cancel.js';
+import { STOP } from './chat.js';
+import type { StreamEvent } from './types.js';
 
 /**
  * A stream's response and the frames held for the end of this tick, on an object of the gateway's own (until session
@@ -151,6 +153,32 @@ export function writeFrame(out: SseOut, frame: string, ascii = false): Promise<v
     (socket ?? res).on('drain', done);
     res.on('close', done);
   });
+}
+
+/** What writes a stream's events as frames (OpenAIChunkWriter, AnthropicEventWriter): `ascii` says what the last was. */
+export interface FrameWriter {
+  write(ev: StreamEvent): string;
+  readonly ascii: boolean;
+}
+
+/**
+ * A stream's consumer for EngineEvents.consume (`consume(FrameSink.prototype.event, sink)`): each event written as its
+ * frame; STOP once the client left; a full socket waited for. A class with a prototype method rather than a closure
+ * made per stream: V8 keeps a closure's optimised code only while one of them lives, and this one (with the frame
+ * writing it inlines) was thrown away between streams and compiled again (docs/PERFORMANCE.md, session 38).
+ */
+export class FrameSink {
+  /** Choice 0's text, when `keepReply` (a chat session's reply). */
+  reply = '';
+
+  constructor(private readonly out: SseOut, private readonly writer: FrameWriter, private readonly signal: AbortSignal, private readonly keepReply = false) {}
+
+  event(ev: StreamEvent): unknown {
+    if (this.keepReply && ev.type === 'text' && ev.index === 0) this.reply += ev.text;
+    const full = writeFrame(this.out, this.writer.write(ev), this.writer.ascii);
+    if (full) return full.then(() => (this.signal.aborted ? STOP : undefined));
+    return this.signal.aborted ? STOP : undefined;
+  }
 }
 
 /** Ends a stream begun with `startSse`: this tick's frames and the end of the body in one write. */

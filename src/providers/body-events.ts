@@ -74,8 +74,18 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
     return true;
   }
 
-  /** The body woke a `wait(cb)`: the consumer called when it brought something, or waiting on (one function per reader). */
-  private readonly wakePolled = (): void => {
+  /**
+   * The body's wake-ups (`onReady`), one of each per reader: bound prototype methods, not arrow-function fields. An
+   * arrow field is a new closure per reader, and V8 keeps the optimised code of closures only while one of them lives:
+   * a full collection while no stream is open (a spell of other traffic, or none) throws it away, and the next streams
+   * run unoptimised until it is compiled again (10–20 ms of a compiler thread's CPU each, in every one of the
+   * benchmark's burst measures: docs/PERFORMANCE.md, session 38). A prototype method's code lives with its class.
+   */
+  private readonly wakePolled: () => void = this.onPolledReady.bind(this);
+  private readonly wake: () => void = this.onNextReady.bind(this);
+
+  /** The body woke a `wait(cb)`: the consumer called when it brought something, or waiting on. */
+  private onPolledReady(): void {
     if (!this.fill()) {
       this.body.onReady(this.wakePolled);
       return;
@@ -83,7 +93,7 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
     const cb = this.polledWait!;
     this.polledWait = undefined;
     cb();
-  };
+  }
 
   async return(): Promise<IteratorResult<StreamEvent>> {
     if (this.waiting) await this.waiting.catch(() => undefined);
@@ -98,7 +108,7 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
   }
 
   /** The body woke a waiting `next()`: settled with what the body brought, or waiting on when that made no event. */
-  private readonly wake = (): void => {
+  private onNextReady(): void {
     if (!this.fill()) {
       this.body.onReady(this.wake);
       return;
@@ -108,7 +118,7 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
     this.waiting = this.settle = this.refuse = undefined;
     if (this.at < this.queue.length) settle({ value: this.queue[this.at++], done: false });
     else this.last().then(settle, refuse);
-  };
+  }
 
   /** An event from the queue, or after it the failure once, then done. */
   private answer(): Promise<IteratorResult<StreamEvent>> {

@@ -56,6 +56,24 @@ function overSteps(list: StreamEvent[], close: (end: StreamEnd) => Promise<void>
 }
 
 describe('unit: the engine\'s consume (the stream handlers\' loop)', () => {
+  it('calls onEvent with the receiver given as `this` (a prototype method and its object, as the stream handlers pass a FrameSink)', async () => {
+    const c = closer();
+    class Collector {
+      got: string[] = [];
+      event(this: Collector, ev: StreamEvent): undefined | typeof STOP {
+        this.got.push(ev.type);
+        return ev.type === 'finish' ? STOP : undefined;
+      }
+    }
+    const sink = new Collector();
+    const done = overSteps(evs, c.close).consume(Collector.prototype.event, sink);
+    c.finish();
+    await done;
+    expect(sink.got).to.deep.equal(['start', 'text', 'text', 'finish']);
+    expect(c.calls).to.have.length(1);
+    expect(c.calls[0]).to.deep.include({ ended: false, failed: false });
+  });
+
   it('over an upstream body: each event is handed on inside the data callback that brought it, in order; the end once the settle finished', async () => {
     const c = closer();
     const { body, events } = await overBody(c.close);
