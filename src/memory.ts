@@ -86,6 +86,7 @@ export class MemoryTrimmer {
   private busyAt = 0;
   /** Something was served (or the process started) since the last reduction. */
   private pending = true;
+  private readonly reduceAfterMs: number;
   /** Trims done, and the bytes of RSS they gave back; reductions done, and theirs (for the logs, metrics and tests). */
   trims = 0;
   released = 0;
@@ -96,7 +97,9 @@ export class MemoryTrimmer {
     private readonly inflight: Pick<InFlight, 'count' | 'started'>,
     private readonly logger: Pick<Logger, 'debug'>,
     private readonly opts: MemoryTrimmerOptions,
-  ) {}
+  ) {
+    this.reduceAfterMs = opts.reduceAfterMs ?? 30_000;
+  }
 
   /** True when V8's heap is reduced here (the addon is built and MEMORY_REDUCE_AFTER_MS is not 0); set by start(). */
   get reduces(): boolean {
@@ -107,7 +110,7 @@ export class MemoryTrimmer {
   start(): boolean {
     this.trimFn = this.opts.trim === undefined ? loadTrim() : this.opts.trim;
     const reduce = this.opts.reduce === undefined ? loadReduce() : this.opts.reduce;
-    this.reduceFn = (this.opts.reduceAfterMs ?? 30_000) > 0 ? reduce : null;
+    this.reduceFn = this.reduceAfterMs > 0 ? reduce : null;
     if ((!this.trimFn && !this.reduceFn) || this.opts.intervalMs <= 0) {
       this.logger.debug({ available: !!this.trimFn, reduce: !!this.reduceFn, intervalMs: this.opts.intervalMs }, 'memory trim off');
       this.trimFn = this.reduceFn = null;
@@ -143,17 +146,12 @@ export class MemoryTrimmer {
       this.pending = true;
       if (this.inflight.count !== 0) return false;
     }
-    if (this.reduceFn && this.pending && now - this.busyAt >= (this.opts.reduceAfterMs ?? 30_000)) {
-      const before = this.read();
-      const t0 = process.hrtime.bigint();
-      this.reduceFn();
-      this.trimFn?.();
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-      this.last = this.read();
+    if (this.reduceFn && this.pending && now - this.busyAt >= this.reduceAfterMs) {
+      const reduce = this.reduceFn;
+      const trim = this.trimFn;
       this.pending = false;
       this.reductions++;
-      this.reducedBytes += Math.max(0, before.rss - this.last.rss);
-      this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: before.rss, rssAfter: this.last.rss }, 'memory reduced');
+      this.reducedBytes += this.giveBack(this.read(), () => { reduce(); trim?.(); }, 'memory reduced');
       return 'reduced';
     }
     if (!this.trimFn) return false;
@@ -161,14 +159,19 @@ export class MemoryTrimmer {
     const growth = this.opts.growthBytes ?? 16 * 2 ** 20;
     const last = this.last ?? reading;
     if (reading.rss - last.rss < growth && last.external - reading.external < growth) return false;
+    this.trims++;
+    this.released += this.giveBack(reading, this.trimFn, 'memory trimmed');
+    return 'trimmed';
+  }
+
+  /** Runs `release`, logs what it took and gave, keeps the reading after it; the RSS given back, in bytes. */
+  private giveBack(before: MemoryReading, release: () => unknown, message: string): number {
     const t0 = process.hrtime.bigint();
-    this.trimFn();
+    release();
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     this.last = this.read();
-    this.trims++;
-    this.released += Math.max(0, reading.rss - this.last.rss);
-    this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: reading.rss, rssAfter: this.last.rss }, 'memory trimmed');
-    return 'trimmed';
+    this.logger.debug({ ms: Math.round(ms * 100) / 100, rssBefore: before.rss, rssAfter: this.last.rss }, message);
+    return Math.max(0, before.rss - this.last.rss);
   }
 
   stop(): void {
