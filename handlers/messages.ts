@@ -5,6 +5,7 @@ import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '
 import { gatewayUsage, clientError } from '../src/engine/chat.js';
 import { UpstreamError, emptyUsage } from '../src/engine/types.js';
 import { FrameSink, clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
+import { spread } from '../src/spread.js';
 
 export const createMessage: Handler = async (ctx) => {
   const { engine } = ctx.deps.services;
@@ -17,8 +18,10 @@ export const createMessage: Handler = async (ctx) => {
     const { result, served } = await engine.complete(req, call);
     // A native answer is the upstream's own message; only `model` is renamed to the catalog id, as everywhere.
     const message = result.anthropicMessage ? { ...result.anthropicMessage, model: served.offer.modelId } : toAnthropicMessage(result, served.offer.modelId);
+    const body = spread(message); // (by assignment, not a spread and a new key: src/spread.ts)
+    body.gateway_usage = gatewayUsage(served);
     return {
-      body: { ...message, gateway_usage: gatewayUsage(served) },
+      body,
       headers: { 'X-Gateway-Provider': served.offer.gateway, 'X-Gateway-Model': served.offer.upstreamModel },
     };
   }

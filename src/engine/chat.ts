@@ -126,15 +126,22 @@ export class ChatEngine {
     return usable;
   }
 
-  private target(offer: Offer): Target {
+  /**
+   * What an attempt at `offer` calls, with the body's idle limit when the caller sets one (a stream's). Built whole, as
+   * one object literal: a spread followed by a key the spread object lacks (`{ ...t.timeouts, bodyIdleMs }`) made a
+   * new hidden class on every call in this V8 (~0.5 µs in a loop, and every load from the object after it missed its
+   * inline cache): docs/PERFORMANCE.md, session 39.
+   */
+  private target(offer: Offer, bodyIdleMs?: number): Target {
     const up = this.d.catalog.upstream(offer.gateway)!;
     const { config } = this.d;
+    const base = up.baseUrl;
     return {
       gateway: this.d.catalog.gateway(offer.gateway)!,
-      baseUrl: up.baseUrl.replace(/\/+$/, ''),
+      baseUrl: base.charCodeAt(base.length - 1) === 47 ? base.replace(/\/+$/, '') : base,
       apiKey: up.apiKey,
       upstreamModel: offer.upstreamModel,
-      timeouts: { connectMs: config.upstreamConnectTimeoutMs, firstByteMs: config.upstreamFirstByteTimeoutMs, totalMs: config.upstreamTotalTimeoutMs },
+      timeouts: { connectMs: config.upstreamConnectTimeoutMs, firstByteMs: config.upstreamFirstByteTimeoutMs, totalMs: config.upstreamTotalTimeoutMs, bodyIdleMs },
     };
   }
 
@@ -287,7 +294,7 @@ export class ChatEngine {
     const started = Date.now();
     let got: Awaited<ReturnType<typeof this.tryCandidates<ChatResult>>>;
     try {
-      got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat({ ...req, stream: false }, target, call.signal));
+      got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat(req.stream === false ? req : { ...req, stream: false }, target, call.signal));
     } catch (err) {
       await hold.committed; // a refused hold is the answer (its 402), not the failure of the call it stopped
       return this.fail(ctx, req, hold.id, undefined, err, started);
@@ -332,15 +339,15 @@ export class ChatEngine {
         else call.signal.addEventListener('abort', onCallAborted, { once: true });
         const watch = new IdleWatch(idleMs, () => attempt.abort(), () => call.signal.removeEventListener('abort', onCallAborted));
         try {
-          const upstream = await this.d.providers[offer.gateway].chatStream({ ...req, stream: true },
-            { ...target, timeouts: { ...target.timeouts, bodyIdleMs: idleMs + 1000 } }, attempt.signal);
+          // (adapters only read the request: a streamed request's own object is passed as it is)
+          const upstream = await this.d.providers[offer.gateway].chatStream(req.stream === true ? req : { ...req, stream: true }, target, attempt.signal);
           const it = upstream[Symbol.asyncIterator]();
           return { it, first: await watch.next(it), watch };
         } catch (err) {
           watch.stop();
           throw err;
         }
-      });
+      }, (o) => this.target(o, idleMs + 1000));
     } catch (err) {
       await hold.committed;
       return this.fail(ctx, req, hold.id, undefined, err, started);

@@ -4,6 +4,7 @@
  */
 import { uuid4 } from '../ids.js';
 import { badRequest } from '../errors.js';
+import { spread } from '../spread.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, ResponseFormat, ToolChoice, ToolDef, Usage } from '../engine/types.js';
 
 /** Body fields the internal request names; anything else is `extra` (passed through to OpenAI-compatible upstreams). */
@@ -100,7 +101,10 @@ export interface OpenAIWireOptions {
 }
 
 export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWireOptions): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...req.extra, model, messages: wireMessages(req.messages) };
+  // (built by assignment, not `{ ...req.extra, model, messages }`: src/spread.ts)
+  const body = spread(req.extra);
+  body.model = model;
+  body.messages = wireMessages(req.messages);
   if (req.tools?.length) body.tools = req.tools.map((t) => ({ type: 'function', function: strip({ name: t.name, description: t.description, parameters: t.parameters, strict: t.strict }) }));
   if (req.toolChoice !== undefined) body.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
   if (req.parallelToolCalls !== undefined && req.tools?.length) body.parallel_tool_calls = req.parallelToolCalls;
@@ -116,7 +120,9 @@ export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWir
   if (req.stream) {
     body.stream = true;
     // Always ask for usage so the gateway can bill a stream; the chunk is stripped if the client did not ask.
-    body.stream_options = { ...(req.extra.stream_options as object | undefined), include_usage: true };
+    const options = spread(req.extra.stream_options as object | undefined);
+    options.include_usage = true;
+    body.stream_options = options;
   }
   for (const k of opts.exclude) delete body[k];
   return body;

@@ -1,6 +1,7 @@
 /** Internal ChatRequest -> Anthropic Messages request (or the client's own Anthropic body, passed through). */
 import { UpstreamError, type ChatRequest, type ContentPart, type Message, type ResponseFormat, type ToolChoice } from '../../engine/types.js';
 import { GEMINI_SIGNATURE_PREFIX, parseDataUrl } from '../shared.js';
+import { spread } from '../../spread.js';
 import type { AMessageParam, ARequest, ARequestBlock, AToolChoice } from './wire.js';
 
 /** Anthropic requires max_tokens; this is what a request that names none gets. */
@@ -11,7 +12,9 @@ const GATEWAY_FIELDS = ['provider', 'router_provider', 'router_virtual_key', 'au
 
 /** The client's own Anthropic body, sent as-is so nothing is lost (cache_control, top_k, thinking, …). */
 export function nativeBody(body: Record<string, unknown>, upstreamModel: string, stream: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...body, model: upstreamModel, stream };
+  const out = spread(body); // (by assignment: src/spread.ts)
+  out.model = upstreamModel;
+  out.stream = stream;
   for (const f of GATEWAY_FIELDS) delete out[f];
   return out;
 }

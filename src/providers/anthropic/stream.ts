@@ -5,6 +5,7 @@ import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
 import type { UpstreamBody } from '../http.js';
 import { parseEventJson } from '../shared.js';
+import { spread } from '../../spread.js';
 import { anthropicStreamError, mapStopReason, mapUsage } from './response.js';
 import type { AUsage } from './wire.js';
 
@@ -34,7 +35,7 @@ export class AnthropicStreamMapper {
         return this.blockDelta(Number(data.index), data.delta ?? {});
       case 'message_delta': {
         // message_delta usage is cumulative; newer API versions repeat the input counts there too.
-        this.usage = { ...this.usage, ...definedOnly(data.usage ?? {}) };
+        this.usage = spread<AUsage>(this.usage, definedOnly(data.usage ?? {})); // (by assignment: src/spread.ts)
         const stop = data.delta?.stop_reason;
         const out: StreamEvent[] = [];
         if (stop !== undefined && stop !== null) {

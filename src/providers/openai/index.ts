@@ -49,7 +49,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
   return {
     async chat(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body({ ...req, stream: false }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(req.stream === false ? req : { ...req, stream: false }, target), signal, timeouts: target.timeouts,
       });
       const json = await readJson(res.body);
       if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
@@ -62,7 +62,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
 
     async chatStream(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body({ ...req, stream: true }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body(req.stream === true ? req : { ...req, stream: true }, target), signal, timeouts: target.timeouts,
       });
       return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
     },
