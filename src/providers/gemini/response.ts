@@ -76,17 +76,20 @@ function mapCandidate(c: GCandidate, i: number, callNo: () => number): ChoiceRes
 }
 
 export function fromGeminiResponse(res: GResponse, upstreamModel: string): ChatResult {
-  const base = {
+  // One literal, its choices set below (not `{ ...base, choices }`: a spread and a new key make a new map each call)
+  const result: ChatResult = {
     id: res?.responseId ?? generatedId('gen-'),
     model: res?.modelVersion ?? upstreamModel,
     created: Math.floor(Date.now() / 1000),
     usage: res?.usageMetadata ? mapUsage(res.usageMetadata) : null,
+    choices: [],
   };
   const candidates = Array.isArray(res?.candidates) ? res.candidates : [];
   if (!candidates.length) {
     // The prompt itself was blocked: no candidates, only feedback (a reason, or just a message).
     if (res?.promptFeedback && (res.promptFeedback.blockReason || res.promptFeedback.blockReasonMessage)) {
-      return { ...base, choices: [{ index: 0, content: '', finishReason: 'content_filter' }] };
+      result.choices = [{ index: 0, content: '', finishReason: 'content_filter' }];
+      return result;
     }
     throw new UpstreamError('invalid_response', 'Gemini answered without candidates or prompt feedback');
   }
@@ -95,7 +98,8 @@ export function fromGeminiResponse(res: GResponse, upstreamModel: string): ChatR
   }
   let n = 0;
   const callNo = () => n++;
-  return { ...base, choices: candidates.map((c, i) => mapCandidate(c, i, callNo)) };
+  result.choices = candidates.map((c, i) => mapCandidate(c, i, callNo));
+  return result;
 }
 
 const STATUS_KINDS: Record<string, UpstreamErrorKind> = {
