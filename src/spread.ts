@@ -2,9 +2,10 @@
  * `{ ...base, ...more }` for the request path, built by assignment. In this Node's V8 (11.3) an object spread followed
  * by a key the spread object lacks (`{ ...a, k }`, `{ ...a, ...b }`) makes a new hidden class on every call: ~0.4–2
  * µs each in a loop (against ~0.02–0.3 µs for the same object built by assignment), and every load from the object
- * afterwards misses its inline cache. (A spread that only replaces keys the object has, or one after literal keys,
- * `{ type, ...data }`, follows cached transitions and is fine.) Own enumerable string keys, in spread's order; a `__proto__` key (JSON.parse
- * makes one) stays an own property, as a spread keeps it (an assignment would set the prototype instead).
+ * afterwards misses its inline cache. A spread that only replaces keys the object has, or one after literal keys
+ * (`{ type, ...data }`), follows cached transitions and is fine as it is (docs/PERFORMANCE.md, session 39).
+ * Own enumerable string keys, in spread's order; a `__proto__` key (JSON.parse makes one) stays an own property, as a
+ * spread keeps it (an assignment would set the prototype instead).
  */
 export function spread<T extends object = Record<string, unknown>>(base: object | null | undefined, more?: object | null): T {
   const out: Record<string, unknown> = {};
