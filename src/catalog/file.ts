@@ -64,7 +64,8 @@ export function loadCatalogFile(file: string, config: Config): CatalogReader & U
       const env = upstreamSetting(config, id);
       const apiKey = g.key ?? env.apiKey;
       const baseUrl = g.url ?? env.baseUrl ?? g.baseUrl;
-      return apiKey && baseUrl ? { baseUrl, apiKey } : undefined;
+      // without a trailing slash, as the seeded catalog's (the engine appends paths to it)
+      return apiKey && baseUrl ? { baseUrl: baseUrl.replace(/\/+$/, ''), apiKey } : undefined;
     },
     resolve(model) {
       const slash = model.indexOf('/');

@@ -20,7 +20,10 @@ import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
 import { STREAM_DONE, UpstreamError, isPolledEvents, type ChatRequest, type ChatResult, type PolledEvents, type StreamEvent, type Usage } from './types.js';
 
-/** Where a configured gateway is reached; undefined when it has no key (not configured). */
+/**
+ * Where a configured gateway is reached (its base URL without a trailing slash: the catalogs trim it once); undefined
+ * when it has no key (not configured).
+ */
 export interface Upstreams {
   upstream(gatewayId: string): { baseUrl: string; apiKey: string } | undefined;
 }
@@ -135,10 +138,9 @@ export class ChatEngine {
   private target(offer: Offer, bodyIdleMs?: number): Target {
     const up = this.d.catalog.upstream(offer.gateway)!;
     const { config } = this.d;
-    const base = up.baseUrl;
     return {
       gateway: this.d.catalog.gateway(offer.gateway)!,
-      baseUrl: base.charCodeAt(base.length - 1) === 47 ? base.replace(/\/+$/, '') : base,
+      baseUrl: up.baseUrl,
       apiKey: up.apiKey,
       upstreamModel: offer.upstreamModel,
       timeouts: { connectMs: config.upstreamConnectTimeoutMs, firstByteMs: config.upstreamFirstByteTimeoutMs, totalMs: config.upstreamTotalTimeoutMs, bodyIdleMs },

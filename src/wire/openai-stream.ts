@@ -79,6 +79,9 @@ export function completionJson(c: Completion): string {
 }
 
 /** Turns internal stream events into OpenAI SSE frames. */
+/** What follows a text delta's literal to the end of its frame. */
+const TEXT_TAIL = '},"finish_reason":null,"logprobs":null}]}\n\n';
+
 export class OpenAIChunkWriter {
   private roleSent = new Set<number>();
   private usage: Usage | null = null;
@@ -110,8 +113,8 @@ export class OpenAIChunkWriter {
   private text(index: number, text: string): string {
     const kind = textKind(text);
     this.ascii = this.prefixAscii && kind === PLAIN_ASCII;
-    if (index === 0) return `${this.textHead0}${literalOf(text, kind)}},"finish_reason":null,"logprobs":null}]}\n\n`;
-    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${literalOf(text, kind)}},"finish_reason":null,"logprobs":null}]}\n\n`;
+    if (index === 0) return `${this.textHead0}${literalOf(text, kind)}${TEXT_TAIL}`;
+    return `${this.prefix}${jsonIndex(index)},"delta":{"content":${literalOf(text, kind)}${TEXT_TAIL}`;
   }
 
   /** The role's frame (the stream's first): the same bytes as delta(0, { content: '' }), without a JSON.stringify. */
