@@ -67,9 +67,22 @@ function withStatementCache(database: SQLite.Database): SQLite.Database {
   });
 }
 
+/**
+ * The embedded database's page size: 2 KiB instead of SQLite's 4 KiB. Every commit writes each page it changed to
+ * the WAL whole, and a checkpoint copies it again into the database file; a request changes a few rows in many
+ * B-trees (its hold, its settle, a usage row in five, a health row), one leaf each, so the bytes follow the page
+ * size. With 2 KiB pages `npm run bench:store` writes 16.8 KB a request at c=1 instead of 32.5 (3.9 instead of 7.4 at
+ * c=16, in group commits), for 5–15 % more write calls (smaller leaves split more often); the statistics queries
+ * over 300,000 usage rows (`npm run bench:stats`) took the same within this VM's noise. 1 KiB pages wrote 9.4 KB a
+ * request, but made those queries ~20 % slower: they run on the event loop (docs/PERFORMANCE.md, session 40).
+ */
+export const SQLITE_PAGE_SIZE = 2048;
+
 function sqliteDb(file: string): { db: Kysely<Database>; batch: SqliteWriteBatch } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const database = new SQLite(file);
+  // Only a database created here takes it: a WAL database's page size cannot change in place.
+  database.pragma(`page_size = ${SQLITE_PAGE_SIZE}`);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
