@@ -21,10 +21,10 @@
  * relied on them is thrown away with them and compiled again when the traffic comes back, on the same cores as the
  * traffic (docs/PERFORMANCE.md, sessions 35 and 37: ~180–250 functions each time, a burst of streams slower by
  * ~2.5 ms at its median; session 38 for this replacement). So `npm start` runs Node with `--no-memory-reducer`, and
- * the same collection is asked for here instead (`lowMemory`: v8::Isolate::LowMemoryNotification(), native/malloc-trim's
- * second addon) once nothing has been served for `reduceAfterMs` (MEMORY_REDUCE_AFTER_MS, 30 s), then the C allocator
- * trimmed: once per quiet spell, and at start-up's end. It takes a full collection's time (14 ms for a ~50 MB heap in a test here), on a gateway that has
- * served nothing for that long.
+ * the same collection is asked for here instead (`lowMemory`: v8::Isolate::LowMemoryNotification(),
+ * native/malloc-trim's second addon) once nothing has been served for `reduceAfterMs` (MEMORY_REDUCE_AFTER_MS, 30 s),
+ * then the C allocator trimmed: once per quiet spell, and at start-up's end. It takes a full collection's time (14 ms
+ * for a ~50 MB heap in a test here), on a gateway that has served nothing for that long.
  */
 import { createRequire } from 'node:module';
 import type { Logger } from './logger.js';

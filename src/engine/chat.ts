@@ -18,7 +18,7 @@ import type { AttemptMetrics } from '../metrics.js';
 import { redactSecrets } from '../providers/http.js';
 import { Cancellation } from '../cancel.js';
 import { costOf, estimatePromptTokens, estimateTextTokens, worstCaseNano, type Cost } from './pricing.js';
-import { STREAM_DONE, UpstreamError, isPolledEvents, type ChatRequest, type ChatResult, type PolledEvents, type StreamEvent, type Usage } from './types.js';
+import { STREAM_DONE, UpstreamError, isPolledEvents, withStream, type ChatRequest, type ChatResult, type PolledEvents, type StreamEvent, type Usage } from './types.js';
 
 /**
  * Where a configured gateway is reached (its base URL without a trailing slash: the catalogs trim it once); undefined
@@ -296,7 +296,7 @@ export class ChatEngine {
     const started = Date.now();
     let got: Awaited<ReturnType<typeof this.tryCandidates<ChatResult>>>;
     try {
-      got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat(req.stream === false ? req : { ...req, stream: false }, target, call.signal));
+      got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat(withStream(req, false), target, call.signal));
     } catch (err) {
       await hold.committed; // a refused hold is the answer (its 402), not the failure of the call it stopped
       return this.fail(ctx, req, hold.id, undefined, err, started);
@@ -341,8 +341,7 @@ export class ChatEngine {
         else call.signal.addEventListener('abort', onCallAborted, { once: true });
         const watch = new IdleWatch(idleMs, () => attempt.abort(), () => call.signal.removeEventListener('abort', onCallAborted));
         try {
-          // (adapters only read the request: a streamed request's own object is passed as it is)
-          const upstream = await this.d.providers[offer.gateway].chatStream(req.stream === true ? req : { ...req, stream: true }, target, attempt.signal);
+          const upstream = await this.d.providers[offer.gateway].chatStream(withStream(req, true), target, attempt.signal);
           const it = upstream[Symbol.asyncIterator]();
           return { it, first: await watch.next(it), watch };
         } catch (err) {

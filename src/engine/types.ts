@@ -86,6 +86,15 @@ export interface ChatRequest {
   anthropicBeta?: string;
 }
 
+/**
+ * `req` with its stream flag set to `stream`: the request itself when the flag already is (adapters only read a request,
+ * and a copy made with a spread is a new object on every call of the engine and the adapters: docs/PERFORMANCE.md,
+ * session 39).
+ */
+export function withStream(req: ChatRequest, stream: boolean): ChatRequest {
+  return req.stream === stream ? req : { ...req, stream };
+}
+
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 export interface Usage {

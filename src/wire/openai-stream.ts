@@ -78,10 +78,10 @@ export function completionJson(c: Completion): string {
     + `"completion_tokens_details":{"reasoning_tokens":${reasoning}}},"system_fingerprint":${fingerprint},"gateway_usage":${JSON.stringify(c.gateway_usage)}}`;
 }
 
-/** Turns internal stream events into OpenAI SSE frames. */
 /** What follows a text delta's literal to the end of its frame. */
 const TEXT_TAIL = '},"finish_reason":null,"logprobs":null}]}\n\n';
 
+/** Turns internal stream events into OpenAI SSE frames. */
 export class OpenAIChunkWriter {
   private roleSent = new Set<number>();
   private usage: Usage | null = null;

@@ -5,7 +5,7 @@
 import { send, readJson, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
-import { UpstreamError, type ChatRequest, type StreamEvent } from '../../engine/types.js';
+import { UpstreamError, withStream, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
 import { MAX_LEARNS_PER_STREAM, shapesFor, type ChunkShapes, type ShapeMatch } from '../chunk-shapes.js';
@@ -49,7 +49,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
   return {
     async chat(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(req.stream === false ? req : { ...req, stream: false }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(withStream(req, false), target), signal, timeouts: target.timeouts,
       });
       const json = await readJson(res.body);
       if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
@@ -62,7 +62,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
 
     async chatStream(req, target, signal) {
       const res = await send(`${target.baseUrl}/chat/completions`, {
-        headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body(req.stream === true ? req : { ...req, stream: true }, target), signal, timeouts: target.timeouts,
+        headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body(withStream(req, true), target), signal, timeouts: target.timeouts,
       });
       return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
     },
