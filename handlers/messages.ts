@@ -16,9 +16,10 @@ export const createMessage: Handler = async (ctx) => {
 
   if (!req.stream) {
     const { result, served } = await engine.complete(req, call);
-    // A native answer is the upstream's own message; only `model` is renamed to the catalog id, as everywhere.
-    const message = result.anthropicMessage ? { ...result.anthropicMessage, model: served.offer.modelId } : toAnthropicMessage(result, served.offer.modelId);
-    const body = spread(message); // (by assignment, not a spread and a new key: src/spread.ts)
+    // A native answer is the upstream's own message (copied by assignment: src/spread.ts), with only `model` renamed to
+    // the catalog id, as everywhere; a mapped one is built fresh. Either gets gateway_usage last.
+    const body: Record<string, unknown> = result.anthropicMessage ? spread(result.anthropicMessage) : toAnthropicMessage(result, served.offer.modelId);
+    body.model = served.offer.modelId;
     body.gateway_usage = gatewayUsage(served);
     return {
       body,
