@@ -11,7 +11,7 @@ import type { Principal } from '../auth.js';
 import type { CatalogReader, Offer } from '../catalog/types.js';
 import type { ProviderAdapter, Target } from '../providers/types.js';
 import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js';
-import { nanoToUsd, newHoldId } from '../store/credits.js';
+import { nanoToUsd, newHoldId, type HeldCredit } from '../store/credits.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
 import type { AttemptMetrics } from '../metrics.js';
@@ -55,7 +55,8 @@ export interface CallContext {
  * A request's credit hold; `committed` resolves once it is committed and rejects (402) if it was refused. `done`
  * turns true when it has committed, so a caller that comes after the commit does not await it again.
  */
-interface Hold {
+/** A request's credit hold: its id, whose it is and its amount (settled with them: CreditRepo.settle), its commit. */
+interface Hold extends HeldCredit {
   id: string;
   committed: Promise<void>;
   done: boolean;
@@ -175,7 +176,7 @@ export class ChatEngine {
       throw insufficientCredits(`Insufficient credits: this request may cost up to $${nanoToUsd(amount).toFixed(6)} and the balance is $${nanoToUsd(balance).toFixed(6)}. Lower max_tokens or add credits.`);
     });
     // (`hold` is set before the callback above can run: a promise's callbacks never run synchronously.)
-    const hold: Hold = { id, committed, done: false };
+    const hold: Hold = { id, userId, amountNano: amount, committed, done: false };
     if (!early) return committed.then(() => ({ hold, call: ctx }));
     const call = new Cancellation();
     const onClientGone = () => call.abort(ctx.signal.reason);
@@ -258,8 +259,8 @@ export class ChatEngine {
   }
 
   /** Settles the hold and writes the usage record of a request that failed before or without a result. */
-  private async fail(ctx: CallContext, req: ChatRequest, holdId: string, offer: Offer | undefined, err: unknown, started: number): Promise<never> {
-    await this.d.store.credits.release(holdId);
+  private async fail(ctx: CallContext, req: ChatRequest, hold: Hold, offer: Offer | undefined, err: unknown, started: number): Promise<never> {
+    await this.d.store.credits.release(hold.id, hold);
     if (ctx.signal.aborted) {
       this.record(ctx, offer, req, 'cancelled', 499, null, 0, Date.now() - started, null, 'client_disconnected');
       throw err;
@@ -299,7 +300,7 @@ export class ChatEngine {
       got = await this.tryCandidates(offers, call, (offer, target) => this.d.providers[offer.gateway].chat(withStream(req, false), target, call.signal));
     } catch (err) {
       await hold.committed; // a refused hold is the answer (its 402), not the failure of the call it stopped
-      return this.fail(ctx, req, hold.id, undefined, err, started);
+      return this.fail(ctx, req, hold, undefined, err, started);
     }
     const pending = stillCommitting(hold);
     if (pending) await pending;
@@ -312,7 +313,7 @@ export class ChatEngine {
       completionTokens: result.choices.reduce((n, c) => n + estimateTextTokens(c.content ?? '') + estimateTextTokens(c.toolCalls?.map((t) => t.arguments).join('') ?? ''), 0),
     };
     const cost = costOf(offer, usage, this.d.config.priceMarkup);
-    const charged = await this.d.store.credits.settle(hold.id, cost.totalNano);
+    const charged = await this.d.store.credits.settle(hold.id, cost.totalNano, hold);
     this.record(ctx, offer, req, 'success', 200, usage, charged, latencyMs, null, null);
     return { result: { ...result, usage }, served: { offer, attempts, latencyMs, ttftMs: null, usage, cost: { ...cost, totalNano: charged } } };
   }
@@ -351,7 +352,7 @@ export class ChatEngine {
       }, (o) => this.target(o, idleMs + 1000));
     } catch (err) {
       await hold.committed;
-      return this.fail(ctx, req, hold.id, undefined, err, started);
+      return this.fail(ctx, req, hold, undefined, err, started);
     }
     try {
       const pending = stillCommitting(hold);
@@ -363,7 +364,7 @@ export class ChatEngine {
     }
     const { offer, attempts, startedAt } = got;
     const { it, watch } = got.value;
-    const s = new OpenedStream(ctx, req, offer, hold.id, attempts, started, startedAt, Date.now() - started, it, watch);
+    const s = new OpenedStream(ctx, req, offer, hold, attempts, started, startedAt, Date.now() - started, it, watch);
     // Bound prototype methods, not closures made here: V8 keeps a closure's optimised code only while one of them
     // lives, and the stream path's was thrown away between streams (docs/PERFORMANCE.md, session 38).
     const events = new EngineEvents(got.value.first, s.step.bind(s), this.streamError.bind(this, offer), this.closeStream.bind(this, s),
@@ -386,12 +387,12 @@ export class ChatEngine {
       if (observed) await observed;
       const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
       const cost = costOf(offer, u, this.d.config.priceMarkup);
-      const charged = await this.d.store.credits.settle(s.holdId, cost.totalNano);
+      const charged = await this.d.store.credits.settle(s.hold.id, cost.totalNano, s.hold);
       s.result = { offer, attempts: s.attempts, latencyMs, ttftMs: s.ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
       this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, s.ttftMs, null);
     } else {
       // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
-      await this.d.store.credits.release(s.holdId);
+      await this.d.store.credits.release(s.hold.id, s.hold);
       await s.it.return?.().catch(() => undefined);
       const cancelled = ctx.signal.aborted || !failed;
       const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));
@@ -411,7 +412,7 @@ class OpenedStream implements PolledEvents {
   /** Known once the events ended with the upstream's terminator and the hold was settled. */
   result: Served | undefined;
 
-  constructor(readonly ctx: CallContext, readonly req: ChatRequest, readonly offer: Offer, readonly holdId: string, readonly attempts: number,
+  constructor(readonly ctx: CallContext, readonly req: ChatRequest, readonly offer: Offer, readonly hold: Hold, readonly attempts: number,
     readonly started: number, readonly startedAt: number, readonly ttftMs: number,
     readonly it: AsyncIterator<StreamEvent>, readonly watch: IdleWatch) {}
 

@@ -44,6 +44,12 @@ export function newHoldId(): string {
 
 const hex6 = (n: number): string => (0x1000000 + n).toString(16).slice(1);
 
+/** A hold as the process that made it knows it: whose it is and how much it holds (`CreditRepo.settle`). */
+export interface HeldCredit {
+  userId: number;
+  amountNano: number;
+}
+
 /**
  * Credit balances, their holds and their ledger. A request holds its worst-case cost with a conditional decrement
  * (`where balance >= amount`) and a credit_holds row, so concurrent requests can never spend below zero, then
@@ -164,18 +170,31 @@ export class CreditRepo {
    * Settles a hold at the real cost: gives back `held - actual`, or takes the excess when the real cost
    * exceeded the hold (never below zero). Returns the amount actually charged; settling twice is a no-op (0).
    * A settle queued before its hold committed settles that hold: writes run in the order they were queued.
+   * `known`: the user and amount the hold was made with, from the caller that made it (this process's chat
+   * engine); on SQLite the hold's row is then not read back. Without it (another process's hold, an expired one)
+   * the row says.
    */
-  async settle(holdId: string, actualNano: number): Promise<number> {
+  async settle(holdId: string, actualNano: number, known?: HeldCredit): Promise<number> {
     const { batch } = this;
     if (!batch) return this.pg!.settle(holdId, actualNano);
     return batch.run(() => {
       const at = isoTime();
-      const hold = batch.statement('select user_id, amount_nano from credit_holds where id = ? and settled_at is null')
-        .get(holdId) as { user_id: number; amount_nano: number } | undefined;
-      if (!hold) return 0;
-      batch.statement('delete from credit_holds where id = ?').run(holdId);
-      const userId = Number(hold.user_id);
-      const held = Number(hold.amount_nano);
+      let userId: number;
+      let held: number;
+      if (known) {
+        // The row holds what this process inserted: deleting it is the check that the hold is still open (not
+        // settled twice, not released by another process), and the row is not read back (one statement fewer).
+        if (batch.statement('delete from credit_holds where id = ? and settled_at is null').run(holdId).changes === 0) return 0;
+        userId = known.userId;
+        held = known.amountNano;
+      } else {
+        const hold = batch.statement('select user_id, amount_nano from credit_holds where id = ? and settled_at is null')
+          .get(holdId) as { user_id: number; amount_nano: number } | undefined;
+        if (!hold) return 0;
+        batch.statement('delete from credit_holds where id = ?').run(holdId);
+        userId = Number(hold.user_id);
+        held = Number(hold.amount_nano);
+      }
       let delta = held - actualNano;
       if (delta < 0) {
         delta = -Math.min(-delta, Number(batch.value(BALANCE).get(userId) ?? 0));
@@ -191,8 +210,8 @@ export class CreditRepo {
     });
   }
 
-  release(holdId: string): Promise<number> {
-    return this.settle(holdId, 0);
+  release(holdId: string, known?: HeldCredit): Promise<number> {
+    return this.settle(holdId, 0, known);
   }
 
   /**
