@@ -24,12 +24,20 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 export class Routes {
-  private readonly exact = new Map<string, Operation>();
+  /**
+   * Paths without parameters, then methods: no key is built per request (a `${method} ${path}` string was a new
+   * two-piece string, flattened and hashed at each lookup).
+   */
+  private readonly exact = new Map<string, Map<string, Operation>>();
   private readonly templates: Compiled[] = [];
 
   constructor(readonly operations: Operation[]) {
     for (const op of operations) {
-      if (!op.path.includes('{')) this.exact.set(`${op.method} ${op.path}`, op);
+      if (!op.path.includes('{')) {
+        let methods = this.exact.get(op.path);
+        if (!methods) this.exact.set(op.path, (methods = new Map()));
+        methods.set(op.method, op);
+      }
       const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
       this.templates.push({
         op,
@@ -43,7 +51,7 @@ export class Routes {
 
   /** `method` in lower case; `path` without the query string. */
   match(method: string, path: string): RouteMatch | 404 | 405 {
-    const hit = this.exact.get(`${method} ${path}`);
+    const hit = this.exact.get(path)?.get(method);
     if (hit) return { op: hit, params: NO_PARAMS };
     let pathMatched = false;
     for (const t of this.templates) {

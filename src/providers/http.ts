@@ -29,6 +29,28 @@ function agentFor(connectMs: number): Agent {
   return a;
 }
 
+const joinedUrls = new Map<string, Map<string, string>>();
+
+/**
+ * `base` + `path` as one string kept per pair (a provider's base URL and its endpoint's path): every call gets the
+ * same string, whose hash V8 keeps, for the lookup in `splitUrl` below. A URL made per call was a new two-piece
+ * string that each lookup flattened and hashed again (~1,600 instructions a request, docs/PERFORMANCE.md, session
+ * 41). Bounded as that cache is.
+ */
+export function upstreamUrl(base: string, path: string): string {
+  let paths = joinedUrls.get(base);
+  if (!paths) {
+    if (joinedUrls.size >= 64) joinedUrls.clear();
+    joinedUrls.set(base, (paths = new Map()));
+  }
+  let url = paths.get(path);
+  if (url === undefined) {
+    if (paths.size >= 256) paths.clear();
+    paths.set(path, (url = base + path));
+  }
+  return url;
+}
+
 /**
  * An upstream URL as undici's dispatcher takes it (origin, and path with its query), parsed once per URL text:
  * undici's top-level `request(url)` parses the URL on every call and copies the options, ~10 µs of a request's

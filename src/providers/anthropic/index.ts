@@ -4,7 +4,7 @@
  * beside the mapped one.
  */
 import type { ChatRequest } from '../../engine/types.js';
-import { send } from '../http.js';
+import { send, upstreamUrl } from '../http.js';
 import type { ProviderAdapter, Target } from '../types.js';
 import { readJsonBody } from '../shared.js';
 import { nativeBody, toAnthropicRequest } from './request.js';
@@ -17,7 +17,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 function post(req: ChatRequest, target: Target, signal: AbortSignal, stream: boolean) {
   const body = req.anthropicBody ? nativeBody(req.anthropicBody, target.upstreamModel, stream) : toAnthropicRequest(req, target.upstreamModel, stream);
-  return send(`${target.baseUrl}/v1/messages`, {
+  return send(upstreamUrl(target.baseUrl, '/v1/messages'), {
     headers: {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',

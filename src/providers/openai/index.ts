@@ -2,7 +2,7 @@
  * The OpenAI-compatible base: one adapter, configured per gateway by data (token-limit field name, parameters to
  * drop, extra headers). openai, openrouter, groq, together, … and `local` are instances of it (registry.ts).
  */
-import { send, readJson, type UpstreamBody } from '../http.js';
+import { send, readJson, upstreamUrl, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, withStream, type ChatRequest, type StreamEvent } from '../../engine/types.js';
@@ -48,7 +48,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
 
   return {
     async chat(req, target, signal) {
-      const res = await send(`${target.baseUrl}/chat/completions`, {
+      const res = await send(upstreamUrl(target.baseUrl, '/chat/completions'), {
         headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(withStream(req, false), target), signal, timeouts: target.timeouts,
       });
       const json = await readJson(res.body);
@@ -61,7 +61,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
     },
 
     async chatStream(req, target, signal) {
-      const res = await send(`${target.baseUrl}/chat/completions`, {
+      const res = await send(upstreamUrl(target.baseUrl, '/chat/completions'), {
         headers: cachedHeaders(streamHeaders, target, opts.headers, true), body: body(withStream(req, true), target), signal, timeouts: target.timeouts,
       });
       return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
