@@ -53,9 +53,9 @@ export interface CallContext {
 
 /**
  * A request's credit hold; `committed` resolves once it is committed and rejects (402) if it was refused. `done`
- * turns true when it has committed, so a caller that comes after the commit does not await it again.
+ * turns true when it has committed, so a caller that comes after the commit does not await it again. Whose it is and
+ * its amount (HeldCredit) go to its settle or release, which then need not read them back (CreditRepo.settle).
  */
-/** A request's credit hold: its id, whose it is and its amount (settled with them: CreditRepo.settle), its commit. */
 interface Hold extends HeldCredit {
   id: string;
   committed: Promise<void>;
