@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { newHoldId } from '../../src/store/credits.js';
 import { randomHex, uuid4 } from '../../src/ids.js';
 
-/** The ids made on the request path from blocks of the CSPRNG's bytes (src/ids.ts). */
+/** The ids made on the request path from one pool of random digits (src/ids.ts). */
 describe('ids: the pool of random digits', () => {
   it('uuid4 gives random UUIDs as crypto.randomUUID does: version 4, the RFC variant, 122 random bits, no repeats', () => {
     const ids = Array.from({ length: 8000 }, uuid4);
@@ -17,13 +17,13 @@ describe('ids: the pool of random digits', () => {
   });
 
   it('hands out no digit twice: ids made across pool refills share no random part', () => {
-    // UUIDs are made 64 at a time: 3,000 of them span 47 blocks of random bytes
+    // 4 KiB of bytes is 8,192 digits: 3,000 ids of 31 digits refill the pool ~11 times
     const randoms = Array.from({ length: 3000 }, () => uuid4().replace(/-/g, '').slice(0, 12));
     expect(new Set(randoms).size).to.equal(randoms.length);
     const hex = randomHex(40);
     expect(hex).to.match(/^[0-9a-f]{40}$/);
     expect(randomHex(40)).to.not.equal(hex);
-    // and the hold ids, from the pool of random digits, stay unique beside them
+    // the hold ids draw on the same pool and stay unique beside it
     const mixed = Array.from({ length: 2000 }, (_, i) => (i % 2 ? uuid4() : newHoldId()));
     expect(new Set(mixed).size).to.equal(mixed.length);
   });
