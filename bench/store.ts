@@ -102,8 +102,7 @@ async function run(c: number, n: number, label: string) {
         h: { gateway: 'openai', model: 'openai/gpt-4o-mini', provider: 'openai', ok: true, status: 'success', latencyMs: 210, error: null, ts: now, source: 'passive' },
       };
     };
-    const known = { userId, amountNano: HOLD_NANO };
-    const settle = (id: string) => store.credits.settle(id, 1_200_000, SETTLE_READS_HOLD ? undefined : known);
+    const settle = (id: string) => store.credits.settle(SETTLE_READS_HOLD ? id : { id, userId, amountNano: HOLD_NANO }, 1_200_000);
     // warm-up (prepared statements, the JIT), not counted
     for (let i = 0; i < 200; i += c) {
       const ids = await Promise.all(Array.from({ length: c }, (_, k) => request()));

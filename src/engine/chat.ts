@@ -57,7 +57,6 @@ export interface CallContext {
  * its amount (HeldCredit) go to its settle or release, which then need not read them back (CreditRepo.settle).
  */
 interface Hold extends HeldCredit {
-  id: string;
   committed: Promise<void>;
   done: boolean;
 }
@@ -260,7 +259,7 @@ export class ChatEngine {
 
   /** Settles the hold and writes the usage record of a request that failed before or without a result. */
   private async fail(ctx: CallContext, req: ChatRequest, hold: Hold, offer: Offer | undefined, err: unknown, started: number): Promise<never> {
-    await this.d.store.credits.release(hold.id, hold);
+    await this.d.store.credits.release(hold);
     if (ctx.signal.aborted) {
       this.record(ctx, offer, req, 'cancelled', 499, null, 0, Date.now() - started, null, 'client_disconnected');
       throw err;
@@ -313,7 +312,7 @@ export class ChatEngine {
       completionTokens: result.choices.reduce((n, c) => n + estimateTextTokens(c.content ?? '') + estimateTextTokens(c.toolCalls?.map((t) => t.arguments).join('') ?? ''), 0),
     };
     const cost = costOf(offer, usage, this.d.config.priceMarkup);
-    const charged = await this.d.store.credits.settle(hold.id, cost.totalNano, hold);
+    const charged = await this.d.store.credits.settle(hold, cost.totalNano);
     this.record(ctx, offer, req, 'success', 200, usage, charged, latencyMs, null, null);
     return { result: { ...result, usage }, served: { offer, attempts, latencyMs, ttftMs: null, usage, cost: { ...cost, totalNano: charged } } };
   }
@@ -387,12 +386,12 @@ export class ChatEngine {
       if (observed) await observed;
       const u = usage ?? { promptTokens: estimatePromptTokens(req), completionTokens: Math.ceil(chars / 4), cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
       const cost = costOf(offer, u, this.d.config.priceMarkup);
-      const charged = await this.d.store.credits.settle(s.hold.id, cost.totalNano, s.hold);
+      const charged = await this.d.store.credits.settle(s.hold, cost.totalNano);
       s.result = { offer, attempts: s.attempts, latencyMs, ttftMs: s.ttftMs, usage: u, cost: { ...cost, totalNano: charged } };
       this.record(ctx, offer, req, 'success', 200, u, charged, latencyMs, s.ttftMs, null);
     } else {
       // Broken mid-way or the client left: the request failed, and a failed request costs nothing.
-      await this.d.store.credits.release(s.hold.id, s.hold);
+      await this.d.store.credits.release(s.hold);
       await s.it.return?.().catch(() => undefined);
       const cancelled = ctx.signal.aborted || !failed;
       const e = failure instanceof UpstreamError ? failure : new UpstreamError('stream_broken', String((failure as Error)?.message ?? 'stream ended early'));

@@ -44,8 +44,9 @@ export function newHoldId(): string {
 
 const hex6 = (n: number): string => (0x1000000 + n).toString(16).slice(1);
 
-/** A hold as the process that made it knows it: whose it is and how much it holds (`CreditRepo.settle`). */
+/** A hold as the process that made it knows it: its id, whose it is and how much it holds (`CreditRepo.settle`). */
 export interface HeldCredit {
+  id: string;
   userId: number;
   amountNano: number;
 }
@@ -170,12 +171,14 @@ export class CreditRepo {
    * Settles a hold at the real cost: gives back `held - actual`, or takes the excess when the real cost
    * exceeded the hold (never below zero). Returns the amount actually charged; settling twice is a no-op (0).
    * A settle queued before its hold committed settles that hold: writes run in the order they were queued.
-   * `known`: the user and amount the hold was made with, from the caller that made it (this process's chat
-   * engine); on SQLite the hold's row is then not read back. Without it (another process's hold, an expired one)
-   * the row says.
+   * `hold`: its id, or the hold as the caller that made it knows it (this process's chat engine: its user and
+   * amount), whose row on SQLite is then not read back. By id alone (another process's hold, an expired one) the row
+   * says.
    */
-  async settle(holdId: string, actualNano: number, known?: HeldCredit): Promise<number> {
+  async settle(hold: string | HeldCredit, actualNano: number): Promise<number> {
     const { batch } = this;
+    const known = typeof hold === 'string' ? undefined : hold;
+    const holdId = known ? known.id : (hold as string);
     if (!batch) return this.pg!.settle(holdId, actualNano);
     return batch.run(() => {
       const at = isoTime();
@@ -188,12 +191,12 @@ export class CreditRepo {
         userId = known.userId;
         held = known.amountNano;
       } else {
-        const hold = batch.statement('select user_id, amount_nano from credit_holds where id = ? and settled_at is null')
+        const row = batch.statement('select user_id, amount_nano from credit_holds where id = ? and settled_at is null')
           .get(holdId) as { user_id: number; amount_nano: number } | undefined;
-        if (!hold) return 0;
+        if (!row) return 0;
         batch.statement('delete from credit_holds where id = ?').run(holdId);
-        userId = Number(hold.user_id);
-        held = Number(hold.amount_nano);
+        userId = Number(row.user_id);
+        held = Number(row.amount_nano);
       }
       let delta = held - actualNano;
       if (delta < 0) {
@@ -210,8 +213,8 @@ export class CreditRepo {
     });
   }
 
-  release(holdId: string, known?: HeldCredit): Promise<number> {
-    return this.settle(holdId, 0, known);
+  release(hold: string | HeldCredit): Promise<number> {
+    return this.settle(hold, 0);
   }
 
   /**

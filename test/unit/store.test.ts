@@ -189,24 +189,24 @@ for (const dialect of DIALECTS) {
       const uid = await store.keys.createUser('known-hold');
       await store.credits.grant(uid, 1000);
       const id = (n: number) => `known-${n}-${uid}`;
-      const known = (amountNano: number) => ({ userId: uid, amountNano });
+      const known = (n: number, amountNano: number) => ({ id: id(n), userId: uid, amountNano });
       expect(await store.credits.hold(uid, id(1), 300, 60_000)).to.equal(true);
-      expect(await store.credits.settle(id(1), 120, known(300))).to.equal(120); // 180 back: 880
-      expect(await store.credits.settle(id(1), 120, known(300))).to.equal(0); // settled: a no-op
+      expect(await store.credits.settle(known(1, 300), 120)).to.equal(120); // 180 back: 880
+      expect(await store.credits.settle(known(1, 300), 120)).to.equal(0); // settled: a no-op
       expect(await store.credits.balance(uid)).to.equal(880);
       // queued in one tick: a hold and its settle over the hold (the excess taken), a hold the balance cannot cover
       expect(await Promise.all([
-        store.credits.hold(uid, id(2), 200, 60_000), store.credits.settle(id(2), 250, known(200)),
-        store.credits.hold(uid, id(3), 5000, 60_000), store.credits.release(id(3), known(5000)),
+        store.credits.hold(uid, id(2), 200, 60_000), store.credits.settle(known(2, 200), 250),
+        store.credits.hold(uid, id(3), 5000, 60_000), store.credits.release(known(3, 5000)),
       ])).to.deep.equal([true, 250, false, 0]);
       expect(await store.credits.balance(uid)).to.equal(630);
       // released by another process (its owner looked dead): the owner's settle then charges nothing
       expect(await store.credits.hold(uid, id(4), 100, 60_000)).to.equal(true);
       expect(await store.credits.release(id(4))).to.equal(0);
-      expect(await store.credits.settle(id(4), 100, known(100))).to.equal(0);
+      expect(await store.credits.settle(known(4, 100), 100)).to.equal(0);
       // a real cost above what is left takes the balance down to zero, never below
       expect(await store.credits.hold(uid, id(5), 600, 60_000)).to.equal(true);
-      expect(await store.credits.settle(id(5), 5000, known(600))).to.equal(630);
+      expect(await store.credits.settle(known(5, 600), 5000)).to.equal(630);
       expect(await store.credits.balance(uid)).to.equal(0);
       expect(await store.credits.openHoldCount(uid)).to.equal(0);
       expect((await store.credits.ledger(uid)).map((r) => [r.kind, r.delta_nano, r.reference])).to.deep.equal([
