@@ -28,6 +28,11 @@
  * and anything the load's concurrency changes. Under callgrind the gateway runs ~50 times slower, so what a timer
  * batches (the usage recorder's flush, the WAL checkpoint) takes in fewer requests than at full speed and counts
  * for more per request than it does in `npm run bench`: compare builds with it, not with the timed figures.
+ * A second table splits each build's main-thread count by the object file its code is in (since session 42): Node's
+ * binary (V8's runtime, builtins and interpreter, Node's C++), the JIT's code, better-sqlite3's addon (SQLite and its
+ * binding), the C library. The first two move with V8's tiers under callgrind (baseline code and its inline caches'
+ * builtins where full speed runs optimised code: sessions 39 and 41); the addon's is C and does not, so a database
+ * change reads there.
  * `--bare` counts the bench's bare pass-through proxy (bench/bare-proxy.ts: node:http + undici, the practical
  * ceiling of `npm run bench`) the same way, at the same time, and prints the head's count beside it: what the
  * gateway's own work costs in instructions, a figure the VM's speed does not move.
@@ -80,18 +85,69 @@ async function one(url: string, key: string, body: string): Promise<void> {
   if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
 }
 
-/** Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>). */
-function dumped(pid: number, seen: Set<string>): { main: number; all: number } {
+/** Where a main thread's instructions ran, by the object file that holds the code (`byObject`). */
+const PARTS = ['node', 'jit', 'sqlite', 'libc', 'other'] as const;
+type Part = (typeof PARTS)[number];
+const PART_NAMES: Record<Part, string> = {
+  node: "Node's binary (V8's runtime, builtins and interpreter, Node's C++)", jit: "V8's compiled JavaScript",
+  sqlite: "better-sqlite3's addon (SQLite and its binding's own code)", libc: 'the C library', other: 'other libraries',
+};
+
+/**
+ * A dump's own (self) instructions by object file: callgrind writes `ob=` before each function's costs, names it the
+ * first time and numbers it after, and after a `calls=` line the next cost line is the call's inclusive cost, not
+ * the caller's own. Code V8 compiled at run time belongs to no file (`???`). The binding's calls into V8's API (a
+ * statement's result object) count as Node's binary.
+ */
+function byObject(file: string): Record<Part, number> {
+  const names = new Map<string, string>();
+  const out: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
+  let part: Part = 'other';
+  let afterCall = false;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('ob=') || line.startsWith('cob=')) {
+      const m = /^c?ob=(?:\((\d+)\))? ?(.*)$/.exec(line)!;
+      if (m[1] !== undefined && m[2]) names.set(m[1], m[2]);
+      const name = m[1] !== undefined ? names.get(m[1]) ?? '' : m[2];
+      if (line[0] === 'o') {
+        part = name === process.execPath || name.endsWith('/bin/node') ? 'node' : name === '???' ? 'jit'
+          : name.includes('better_sqlite3') ? 'sqlite' : /\/libc\.so/.test(name) ? 'libc' : 'other';
+      }
+      continue;
+    }
+    if (line.startsWith('calls=')) {
+      afterCall = true;
+      continue;
+    }
+    const c = line.charCodeAt(0);
+    if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) { // a cost line: a position (digits, +, - or *), then Ir
+      if (afterCall) afterCall = false;
+      else out[part] += Number(line.split(' ')[1] ?? 0);
+    }
+  }
+  return out;
+}
+
+/**
+ * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), and
+ * the main thread's by object file.
+ */
+function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number> } {
   let main = 0;
   let all = 0;
+  const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
   for (const f of fs.readdirSync(OUT)) {
     if (seen.has(f) || !f.startsWith(`callgrind.out.${pid}.`)) continue;
     seen.add(f);
     const n = Number(/^(?:summary|totals): (\d+)/m.exec(fs.readFileSync(path.join(OUT, f), 'utf8'))?.[1] ?? 0);
     all += n;
-    if (f.endsWith('-01')) main += n;
+    if (f.endsWith('-01')) {
+      main += n;
+      const own = byObject(path.join(OUT, f));
+      for (const p of PARTS) parts[p] += own[p];
+    }
   }
-  return { main, all };
+  return { main, all, parts };
 }
 
 async function main() {
@@ -127,7 +183,7 @@ async function main() {
     // the code is translated again once instrumented: a few requests more before counting
     await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
-    const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number }>)); // [build (, bare)][mode][rep]
+    const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
     for (let rep = 0; rep < REPS; rep++) {
       for (let m = 0; m < MODES.length; m++) {
         // both builds (and the bare proxy) at once: the counts do not depend on the others' load
@@ -138,7 +194,7 @@ async function main() {
           for (let t = 0; t < 100 && !fs.readdirSync(OUT).some((f) => !seen.has(f) && f.startsWith(`callgrind.out.${gw.pid}.`) && f.endsWith('-01')); t++) await new Promise((r) => setTimeout(r, 100));
           await new Promise((r) => setTimeout(r, 500)); // every thread's file written
           const d = dumped(gw.pid, seen);
-          const per = { main: Math.round(d.main / N), all: Math.round(d.all / N) };
+          const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number> };
           counts[b][m].push(per);
           log(`rep ${rep + 1}/${REPS} ${labels[b]} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
         }));
@@ -167,7 +223,20 @@ async function main() {
       });
       (json.modes as Record<string, unknown>)[mode] = figures;
     });
+    // The main thread by object file: V8's tiers and what callgrind's slowness makes of them move the JavaScript's
+    // counts (docs/PERFORMANCE.md, sessions 39 and 41), SQLite's own code does not.
+    const partRows: string[][] = [['mode', 'main thread, per request', ...labels]];
+    const partsJson: Record<string, unknown> = {};
+    MODES.forEach((mode, m) => {
+      partsJson[mode] = Object.fromEntries(PARTS.map((p) => {
+        const med = labels.map((_, b) => median(counts[b][m].map((c) => c.parts[p])));
+        partRows.push([mode, PART_NAMES[p], ...med.map(String)]);
+        return [p, Object.fromEntries(labels.map((l, b) => [l, med[b]]))];
+      }));
+    });
+    json.mainByObject = partsJson;
     console.log(formatTable(rows));
+    console.log(`\n${formatTable(partRows)}`);
     console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));

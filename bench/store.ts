@@ -1,5 +1,5 @@
 /**
- * npm run bench:store -- [--requests 4000] [--concurrency 1,16] [--rounds 3] [--postgres] [--settle-reads-hold]
+ * npm run bench:store -- [--requests 4000] [--concurrency 1,16] [--rounds 3] [--postgres] [--settle-reads-hold] [--no-records]
  *
  * The database's share of a request, without HTTP: what the gateway writes for every chat request, through the real
  * store (src/store/), on a fresh database. Per request: the credit hold, its settle, one usage record and one health
@@ -8,6 +8,8 @@
  * same tick (the group commit takes each set as one transaction, as under load). The settle is told the hold, as the
  * chat engine tells it (src/store/credits.ts: on SQLite the hold's row is then not read back); --settle-reads-hold
  * settles by the hold's id alone, as the media and tools services do (and every settle did before session 41).
+ * --no-records writes the holds and settles only (no usage record, no health observation): the credits' share of
+ * the figures, and by difference the records' (session 42: at c=16 about two fifths of the whole on SQLite).
  *
  * It prints, per concurrency, the medians over `--rounds` of: the process's CPU µs per request, wall µs per
  * request, and from /proc/self/io the write system calls (`syscw`) and bytes written (`wchar`) per request: with
@@ -33,6 +35,7 @@ const POSTGRES = process.argv.includes('--postgres');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const FLUSH_EVERY = 20;
 const SETTLE_READS_HOLD = process.argv.includes('--settle-reads-hold');
+const RECORDS = !process.argv.includes('--no-records');
 const HOLD_NANO = 2_000_000;
 
 /** CPU µs of this machine's PostgreSQL server processes so far (all of them: the benchmark's backends among them). */
@@ -115,7 +118,7 @@ async function run(c: number, n: number, label: string) {
     for (let i = 0; i < n; i += c) {
       const ids = await Promise.all(Array.from({ length: c }, (_, k) => request()));
       await Promise.all(ids.map(settle));
-      for (let k = 0; k < c; k++) {
+      for (let k = 0; k < c && RECORDS; k++) {
         const r = one(i + k);
         usage.push(r.u);
         health.push(r.h);
@@ -151,9 +154,9 @@ async function main() {
     const m = (k: keyof (typeof xs)[number]) => median(xs.map((x) => x[k]));
     rows.push([String(c), String(round(m('cpuUs'), 1)), ...(POSTGRES ? [String(round(m('serverUs'), 1))] : []), String(round(m('wallUs'), 1)), String(round(m('syscw'), 2)), String(round(m('wchar'), 0))]);
   }
-  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle (${SETTLE_READS_HOLD ? 'reading the hold back' : 'told the hold'}), a usage record and a health observation; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
+  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle (${SETTLE_READS_HOLD ? 'reading the hold back' : 'told the hold'})${RECORDS ? ', a usage record and a health observation' : ' (no records: --no-records)'}; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
-  fs.writeFileSync(path.join(ROOT, 'bench/results/store.json'), JSON.stringify({ postgres: POSTGRES, requests: REQUESTS, settleReadsHold: SETTLE_READS_HOLD, results }, null, 2));
+  fs.writeFileSync(path.join(ROOT, 'bench/results/store.json'), JSON.stringify({ postgres: POSTGRES, requests: REQUESTS, settleReadsHold: SETTLE_READS_HOLD, records: RECORDS, results }, null, 2));
 }
 
 main().catch((err) => {
