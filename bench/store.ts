@@ -154,7 +154,7 @@ async function main() {
     const m = (k: keyof (typeof xs)[number]) => median(xs.map((x) => x[k]));
     rows.push([String(c), String(round(m('cpuUs'), 1)), ...(POSTGRES ? [String(round(m('serverUs'), 1))] : []), String(round(m('wallUs'), 1)), String(round(m('syscw'), 2)), String(round(m('wchar'), 0))]);
   }
-  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle (${SETTLE_READS_HOLD ? 'reading the hold back' : 'told the hold'})${RECORDS ? ', a usage record and a health observation' : ' (no records: --no-records)'}; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
+  process.stdout.write(`${formatTable(rows)}\n\n(${POSTGRES ? 'PostgreSQL' : 'SQLite'}; per request: hold, settle (${SETTLE_READS_HOLD ? 'reading the hold back' : 'told the hold'})${RECORDS ? ', a usage record and a health observation' : ', no records (--no-records)'}; medians of ${ROUNDS} round${ROUNDS === 1 ? '' : 's'} of ${REQUESTS} requests)\n`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   fs.writeFileSync(path.join(ROOT, 'bench/results/store.json'), JSON.stringify({ postgres: POSTGRES, requests: REQUESTS, settleReadsHold: SETTLE_READS_HOLD, records: RECORDS, results }, null, 2));
 }
