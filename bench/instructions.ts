@@ -86,6 +86,8 @@ async function one(url: string, key: string, body: string): Promise<void> {
 }
 
 /** Where a main thread's instructions ran, by the object file that holds the code (`byObject`). */
+/** The gateways' node binary as callgrind names it (the file itself, not a link to it). */
+const NODE_BINARY = fs.realpathSync(process.execPath);
 const PARTS = ['node', 'jit', 'sqlite', 'libc', 'other'] as const;
 type Part = (typeof PARTS)[number];
 const PART_NAMES: Record<Part, string> = {
@@ -110,7 +112,7 @@ function byObject(file: string): Record<Part, number> {
       if (m[1] !== undefined && m[2]) names.set(m[1], m[2]);
       const name = m[1] !== undefined ? names.get(m[1]) ?? '' : m[2];
       if (line[0] === 'o') {
-        part = name === process.execPath || name.endsWith('/bin/node') ? 'node' : name === '???' ? 'jit'
+        part = name === NODE_BINARY ? 'node' : name === '???' ? 'jit'
           : name.includes('better_sqlite3') ? 'sqlite' : /\/libc\.so/.test(name) ? 'libc' : 'other';
       }
       continue;

@@ -178,7 +178,7 @@ export class CreditRepo {
   async settle(hold: string | HeldCredit, actualNano: number): Promise<number> {
     const { batch } = this;
     const known = typeof hold === 'string' ? undefined : hold;
-    const holdId = known ? known.id : (hold as string);
+    const holdId = typeof hold === 'string' ? hold : hold.id;
     if (!batch) return this.pg!.settle(holdId, actualNano);
     return batch.run(() => {
       const at = isoTime();
