@@ -27,6 +27,8 @@
  * the table shows what each adds, as the benchmark does. The simulator is preloaded too, and each upstream request
  * carries its stream's number in a header, so the upstream step splits into the way to the simulator, the
  * simulator's own work and the way back. `--dump <file>`: every stream's marks as JSON, for a closer look.
+ * `--spread`: the same for the benchmark's paced streams with their starts spread over one stream's length (worker i
+ * starts i/16 of 200 ms late; each worker's next request follows its last, as in the benchmark).
  * `--burst`: the same for the benchmark's burst streams (the simulator writing its 20 chunks at once, 16 at a time,
  * 400 per round unless --n): the steps of the streams that keep the machine's two cores busy.
  */
@@ -34,7 +36,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -129,13 +131,15 @@ const asUpstream = (marks: Mark[]): Mark[] =>
  * with its sequence number (header `x-bench-seq`, and `bench #<seq>` in its message), timed by the client on
  * hrtime's clock (µs): when the request was made and when its first body byte came.
  */
-async function taggedStreaming(url: string, key: string, concurrency: number, total: number, firstSeq: number, model = PACED_MODEL) {
+async function taggedStreaming(url: string, key: string, concurrency: number, total: number, firstSeq: number, model = PACED_MODEL, spreadMs = 0) {
   const client = new Map<number, ClientTimes>();
   const ttfb: number[] = [];
   let errors = 0;
   let next = 0;
   const us = () => Number(process.hrtime.bigint() / 1000n);
-  async function worker() {
+  async function worker(i: number) {
+    // `--spread`: worker i starts i·spreadMs/concurrency ms late, as the benchmark's spread measure (bench/lib.ts)
+    if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
     while (next < total) {
       const seq = firstSeq + next++;
       const body = JSON.stringify({ model, stream: true, max_tokens: 64, messages: [{ role: 'user', content: `Say hello to bench #${seq}.` }] });
@@ -154,7 +158,7 @@ async function taggedStreaming(url: string, key: string, concurrency: number, to
       }
     }
   }
-  await Promise.all(Array.from({ length: concurrency }, () => worker()));
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
   ttfb.sort((a, b) => a - b);
   return { client, ttfbP50: round(pct(ttfb, 50), 3), errors };
 }
@@ -188,7 +192,9 @@ interface Target {
 
 async function main() {
   const BURST = process.argv.includes('--burst');
-  const TOGETHER = BURST || process.argv.includes('--together');
+  const SPREAD = process.argv.includes('--spread');
+  const TOGETHER = BURST || SPREAD || process.argv.includes('--together');
+  const SPREAD_MS = SPREAD ? PACED_STREAM_MS : 0;
   const MODEL = BURST ? STREAM_MODEL : PACED_MODEL;
   const N = Number(arg('--n') ?? (TOGETHER && !BURST ? 320 : 400));
   const ROUNDS = Number(arg('--rounds') ?? 3);
@@ -250,7 +256,7 @@ async function main() {
         // between a gateway's warm-up and its measurement (placed there, the gateway measured after it was the slower
         // one in every round of two runs: docs/PERFORMANCE.md, session 22)
         const from = (seq += N) - N;
-        const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from, MODEL));
+        const { res, marks } = await recorded([[sim.child.pid!, simOut]], 'the simulator', () => taggedStreaming(simUrl, 'sim-key', 16, N, from, MODEL, SPREAD_MS));
         const { streams, dropped } = tracesOf(marks[0], res.client, ['client', 'arrived', 'wrote', 'first']);
         direct.traces.push(...streams);
         direct.dropped += dropped;
@@ -272,7 +278,7 @@ async function main() {
         const from = (seq += N) - N;
         const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
           TOGETHER ? [[pid, out], [sim.child.pid!, simOut]] : [[pid, out]], t.label,
-          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL) : streaming(url, key, 1, N, STREAM_MODEL)));
+          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL, SPREAD_MS) : streaming(url, key, 1, N, STREAM_MODEL)));
         let inside: number;
         if (res.client) {
           const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
@@ -314,7 +320,7 @@ async function main() {
     // keyed by column, numbered: `--base HEAD --head HEAD` gives two columns one label
     if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t, i) => [`${i + 1} ${t.label}`, TOGETHER ? t.traces : t.streams]))));
     const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
-    const mode = BURST ? 'burst streams at concurrency 16, tagged' : TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time';
+    const mode = BURST ? 'burst streams at concurrency 16, tagged' : SPREAD ? '16 paced streams with their starts spread, tagged' : TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time';
     console.log(`\n(${mode}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {
     for (const b of builds) b.cleanup?.();
