@@ -14,7 +14,10 @@
  *      starts spread over one stream's length (16 streams open at any moment, arriving one at a time) and with
  *      all 16 started together (they then keep arriving together, 16 requests within a millisecond, stream after
  *      stream); and one stream at a time (the time to first byte with nothing else running: the gateway's own
- *      path to the first byte);
+ *      path to the first byte); the burst also straight to the simulator with `stream_options.include_usage`, as the
+ *      gateway asks it upstream to bill a stream (the simulator then writes a usage field in every chunk and a usage
+ *      chunk more: on 2 cores shared by all three processes, its extra work is part of the gateway's burst figure,
+ *      `usage_added_ttfb_p50_ms` of it; the target's figure stays the gateway's against the client's own request);
  *   4. the CPU time the serving process (simulator, bare proxy, gateway) spends per request or stream in each
  *      loaded measure, from /proc: on 2 cores shared by all three processes it is what the loaded figures
  *      follow, and it is steadier than their latencies on a noisy machine;
@@ -34,7 +37,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, ROOT, benchGateway, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -114,9 +117,12 @@ async function main() {
         push(who, 'c64', await withCpu(pid, () => throughput(url, key, 64, secs), (r) => r.requests));
       }
       for (const m of streamedMeasures(sizes)) {
-        for (const [who, url, key, pid] of targets) {
-          await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs);
-          push(who, m.name, await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs), perStream));
+        // The burst also straight to the simulator asked for usage, as the gateway asks it (below, `usage`)
+        const order: Array<[string, string, string, number]> = m.name === 'stream' ? [targets[0], ['usage', simUrl, 'sim-key', sim.child.pid!], ...targets.slice(1)] : targets;
+        for (const [who, url, key, pid] of order) {
+          const body = chatBody(m.model, true, who === 'usage' ? { stream_options: { include_usage: true } } : {});
+          await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs, body);
+          push(who, m.name, await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs, body), perStream));
         }
       }
     }
@@ -143,10 +149,11 @@ async function main() {
     fresh.stop();
     // each measure (c1, large, image, c64, stream, paced, pacedSpread, single) as the median of its rounds
     const summary = (who: string) => Object.fromEntries(Object.entries(runs[who]).map(([what, xs]) => [what, medianOf(xs)]));
-    results[label] = { ...summary(label), memory, direct: summary('direct'), bare: summary('bare'), rounds: runs };
+    results[label] = { ...summary(label), memory, direct: summary('direct'), usage: summary('usage'), bare: summary('bare'), rounds: runs };
     // the first database's run gives the direct and bare-proxy columns of the table
     results.direct ??= results[label].direct;
     results.bare ??= results[label].bare;
+    results.usage ??= results[label].usage;
   }
   sim.child.kill('SIGTERM');
   bare.child.kill('SIGTERM');
@@ -164,6 +171,8 @@ async function main() {
   add('stream burst TTFB p50 ms', (x) => String(x.stream.ttfbP50));
   add('stream burst total p50 ms', (x) => String(x.stream.totalP50));
   add('stream burst errors', (x) => String(x.stream.errors));
+  const u = results.usage.stream;
+  rows.push(['stream burst, direct asked for usage: TTFB p50 ms / simulator CPU µs per stream / errors', `${u.ttfbP50} / ${u.cpuUs} / ${u.errors}`, '', ...dbs.map(() => '')]);
   add('stream paced, starts spread: TTFB p50 ms', (x) => String(x.pacedSpread.ttfbP50));
   add('stream paced, starts spread: total p50 ms', (x) => String(x.pacedSpread.totalP50));
   add('stream paced, starts spread: errors', (x) => String(x.pacedSpread.errors));
@@ -198,6 +207,7 @@ async function main() {
       throughput_vs_bare: round(g.c64.rps / g.bare.c64.rps, 3),
       added_ttfb_p50_ms: round(g.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
+      usage_added_ttfb_p50_ms: round(g.usage.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
       added_ttfb_paced_spread_p50_ms: round(g.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
