@@ -85,7 +85,6 @@ async function one(url: string, key: string, body: string): Promise<void> {
   if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
 }
 
-/** Where a main thread's instructions ran, by the object file that holds the code (`byObject`). */
 /** The gateways' node binary as callgrind names it (the file itself, not a link to it). */
 const NODE_BINARY = fs.realpathSync(process.execPath);
 const PARTS = ['node', 'jit', 'sqlite', 'libc', 'other'] as const;

@@ -240,6 +240,11 @@ export async function alternate(targets: Array<{ url: string; key: string; pid: 
   });
 }
 
+/** Worker `i` of `concurrency` waits i·spreadMs/concurrency ms before its first request (none when `spreadMs` is 0). */
+export async function spreadStart(i: number, concurrency: number, spreadMs: number): Promise<void> {
+  if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
+}
+
 /**
  * Streams at a fixed concurrency: time to first body byte and total, per request. `spreadMs`: the workers' first
  * requests are spread evenly over that long (worker i starts i·spreadMs/concurrency ms late) instead of all at
@@ -253,7 +258,7 @@ export async function streaming(url: string, key: string, concurrency: number, t
   let errors = 0;
   let next = 0;
   async function worker(i: number) {
-    if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
+    await spreadStart(i, concurrency, spreadMs);
     while (next < total) {
       next++;
       const t0 = process.hrtime.bigint();

@@ -118,7 +118,7 @@ async function run(c: number, n: number, label: string) {
     for (let i = 0; i < n; i += c) {
       const ids = await Promise.all(Array.from({ length: c }, (_, k) => request()));
       await Promise.all(ids.map(settle));
-      for (let k = 0; k < c && RECORDS; k++) {
+      if (RECORDS) for (let k = 0; k < c; k++) {
         const r = one(i + k);
         usage.push(r.u);
         health.push(r.h);

@@ -36,7 +36,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, startTs, streaming, type Build } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -138,8 +138,7 @@ async function taggedStreaming(url: string, key: string, concurrency: number, to
   let next = 0;
   const us = () => Number(process.hrtime.bigint() / 1000n);
   async function worker(i: number) {
-    // `--spread`: worker i starts i·spreadMs/concurrency ms late, as the benchmark's spread measure (bench/lib.ts)
-    if (spreadMs > 0 && i > 0) await new Promise((r) => setTimeout(r, (i * spreadMs) / concurrency));
+    await spreadStart(i, concurrency, spreadMs); // `--spread`: as the benchmark's spread measure
     while (next < total) {
       const seq = firstSeq + next++;
       const body = JSON.stringify({ model, stream: true, max_tokens: 64, messages: [{ role: 'user', content: `Say hello to bench #${seq}.` }] });
