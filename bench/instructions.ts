@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare]
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40]
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -36,6 +36,11 @@
  * `--bare` counts the bench's bare pass-through proxy (bench/bare-proxy.ts: node:http + undici, the practical
  * ceiling of `npm run bench`) the same way, at the same time, and prints the head's count beside it: what the
  * gateway's own work costs in instructions, a figure the VM's speed does not move.
+ * `--symbols <k>` (since session 44) prints, per mode, the k functions whose own instructions per request differ most
+ * between the head and what it is compared with (the bare proxy with `--bare`, else the base), from each process's
+ * main-thread dump of the last repetition, the JIT's code named by its `--perf-basic-prof` map: where the difference
+ * lies by function, without reading the dumps by hand (a map's name for an address is its latest entry starting at
+ * or below it, so code that V8 moved may be named by what was there before).
  * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
  */
 import fs from 'node:fs';
@@ -53,6 +58,7 @@ const N = Number(arg('--n') ?? 400);
 const REPS = Number(arg('--reps') ?? 5);
 const WARMUP = Number(arg('--warmup') ?? 4000);
 const BARE = process.argv.includes('--bare');
+const SYMBOLS = Number(arg('--symbols') ?? 0);
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
 /** Modes whose requests take long enough that their warm-up runs 16 at a time. */
 const SLOW = new Set(['paced']);
@@ -95,25 +101,36 @@ const PART_NAMES: Record<Part, string> = {
 };
 
 /**
- * A dump's own (self) instructions by object file: callgrind writes `ob=` before each function's costs, names it the
- * first time and numbers it after, and after a `calls=` line the next cost line is the call's inclusive cost, not
- * the caller's own. Code V8 compiled at run time belongs to no file (`???`). The binding's calls into V8's API (a
- * statement's result object) count as Node's binary.
+ * A dump's own (self) instructions by object file, and by function: callgrind writes `ob=` and `fn=` before a
+ * function's costs (`cob=` and `cfn=` name a call's callee), names each the first time and numbers it after, and
+ * after a `calls=` line the next cost line is the call's inclusive cost, not the caller's own. Code V8 compiled at run
+ * time belongs to no file (`???`) and its functions are addresses. The binding's calls into V8's API (a statement's
+ * result object) count as Node's binary.
  */
-function byObject(file: string): Record<Part, number> {
-  const names = new Map<string, string>();
-  const out: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
+function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string, number> } {
+  const obNames = new Map<string, string>();
+  const fnNames = new Map<string, string>();
+  const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
+  const fns = new Map<string, number>();
   let part: Part = 'other';
+  let fn = '';
   let afterCall = false;
+  const named = (names: Map<string, string>, m: RegExpExecArray) => {
+    if (m[1] !== undefined && m[2]) names.set(m[1], m[2]);
+    return m[1] !== undefined ? names.get(m[1]) ?? '' : m[2];
+  };
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
     if (line.startsWith('ob=') || line.startsWith('cob=')) {
-      const m = /^c?ob=(?:\((\d+)\))? ?(.*)$/.exec(line)!;
-      if (m[1] !== undefined && m[2]) names.set(m[1], m[2]);
-      const name = m[1] !== undefined ? names.get(m[1]) ?? '' : m[2];
+      const name = named(obNames, /^c?ob=(?:\((\d+)\))? ?(.*)$/.exec(line)!);
       if (line[0] === 'o') {
         part = name === NODE_BINARY ? 'node' : name === '???' ? 'jit'
           : name.includes('better_sqlite3') ? 'sqlite' : /\/libc\.so/.test(name) ? 'libc' : 'other';
       }
+      continue;
+    }
+    if (line.startsWith('fn=') || line.startsWith('cfn=')) {
+      const name = named(fnNames, /^c?fn=(?:\((\d+)\))? ?(.*)$/.exec(line)!);
+      if (line[0] === 'f') fn = name;
       continue;
     }
     if (line.startsWith('calls=')) {
@@ -123,8 +140,46 @@ function byObject(file: string): Record<Part, number> {
     const c = line.charCodeAt(0);
     if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) { // a cost line: a position (digits, +, - or *), then Ir
       if (afterCall) afterCall = false;
-      else out[part] += Number(line.split(' ')[1] ?? 0);
+      else {
+        const ir = Number(line.split(' ')[1] ?? 0);
+        parts[part] += ir;
+        fns.set(fn, (fns.get(fn) ?? 0) + ir);
+      }
     }
+  }
+  return { parts, fns };
+}
+
+/**
+ * A process's functions by their own instructions per request in one main-thread dump, the JIT's addresses named from
+ * its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in hex, appended as V8 compiles), C++ names
+ * without their parameters (an anonymous namespace kept as `{anonymous}`), and the bundle's file URL cut to its line.
+ */
+function functionsPerRequest(pid: number, file: string, n: number): Map<string, number> {
+  const entries = new Map<number, { end: number; name: string }>(); // by start: the latest entry wins
+  const mapFile = `/tmp/perf-${pid}.map`;
+  if (fs.existsSync(mapFile)) {
+    for (const line of fs.readFileSync(mapFile, 'utf8').split('\n')) {
+      const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+      if (m) entries.set(parseInt(m[1], 16), { end: parseInt(m[1], 16) + parseInt(m[2], 16), name: m[3] });
+    }
+  }
+  const starts = [...entries.keys()].sort((a, b) => a - b);
+  const jitName = (addr: number): string => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid] <= addr) { at = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    const e = at >= 0 ? entries.get(starts[at])! : undefined;
+    return e && addr < e.end ? e.name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2') : 'JIT code without a name';
+  };
+  const out = new Map<string, number>();
+  for (const [fn, ir] of selfCosts(file).fns) {
+    const name = /^0x[0-9a-f]+$/.test(fn) ? jitName(parseInt(fn, 16)) : fn.replaceAll('(anonymous namespace)', '{anonymous}').replace(/\(.*$/, '');
+    out.set(name, (out.get(name) ?? 0) + ir / n);
   }
   return out;
 }
@@ -133,8 +188,9 @@ function byObject(file: string): Record<Part, number> {
  * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), and
  * the main thread's by object file.
  */
-function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number> } {
+function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; mainFile?: string } {
   let main = 0;
+  let mainFile: string | undefined;
   let all = 0;
   const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
   for (const f of fs.readdirSync(OUT)) {
@@ -144,11 +200,12 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number; pa
     all += n;
     if (f.endsWith('-01')) {
       main += n;
-      const own = byObject(path.join(OUT, f));
+      mainFile = path.join(OUT, f);
+      const own = selfCosts(mainFile).parts;
       for (const p of PARTS) parts[p] += own[p];
     }
   }
-  return { main, all, parts };
+  return { main, all, parts, mainFile };
 }
 
 async function main() {
@@ -185,6 +242,7 @@ async function main() {
     await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
     const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
+    const lastMain = labels.map(() => MODES.map(() => undefined as string | undefined)); // [build (, bare)][mode]: the last repetition's main-thread dump
     for (let rep = 0; rep < REPS; rep++) {
       for (let m = 0; m < MODES.length; m++) {
         // both builds (and the bare proxy) at once: the counts do not depend on the others' load
@@ -197,6 +255,7 @@ async function main() {
           const d = dumped(gw.pid, seen);
           const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number> };
           counts[b][m].push(per);
+          lastMain[b][m] = d.mainFile;
           log(`rep ${rep + 1}/${REPS} ${labels[b]} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
         }));
       }
@@ -236,8 +295,24 @@ async function main() {
       }));
     });
     json.mainByObject = partsJson;
+    // The functions that differ most: the head against the bare proxy (--bare) or the base, per request.
+    const symbolRows: string[][] = [];
+    if (SYMBOLS > 0) {
+      const other = BARE ? 2 : 0;
+      symbolRows.push(['mode', 'function (own instructions, main thread, per request)', labels[other], labels[1], 'difference']);
+      const symbolsJson: Record<string, unknown> = {};
+      MODES.forEach((mode, m) => {
+        const [fa, fb] = [other, 1].map((b) => (lastMain[b][m] ? functionsPerRequest(gws[b].pid, lastMain[b][m]!, N) : new Map<string, number>()));
+        const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
+          .sort((x, y) => (y.b - y.a) - (x.b - x.a)).slice(0, SYMBOLS);
+        for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
+        symbolsJson[mode] = diff.map((d) => ({ name: d.name, [labels[other]]: Math.round(d.a), [labels[1]]: Math.round(d.b) }));
+      });
+      json.symbols = symbolsJson;
+    }
     console.log(formatTable(rows));
     console.log(`\n${formatTable(partRows)}`);
+    if (symbolRows.length) console.log(`\n${formatTable(symbolRows)}\n(the last repetition's main-thread dumps)`);
     console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));
