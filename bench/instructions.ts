@@ -36,11 +36,11 @@
  * `--bare` counts the bench's bare pass-through proxy (bench/bare-proxy.ts: node:http + undici, the practical
  * ceiling of `npm run bench`) the same way, at the same time, and prints the head's count beside it: what the
  * gateway's own work costs in instructions, a figure the VM's speed does not move.
- * `--symbols <k>` (since session 44) prints, per mode, the k functions whose own instructions per request differ most
- * between the head and what it is compared with (the bare proxy with `--bare`, else the base), from each process's
- * main-thread dump of the last repetition, the JIT's code named by its `--perf-basic-prof` map: where the difference
- * lies by function, without reading the dumps by hand (a map's name for an address is its latest entry starting at
- * or below it, so code that V8 moved may be named by what was there before).
+ * `--symbols <k>` (since session 44) prints, per mode, the k functions whose own instructions per request differ
+ * most (more or fewer) between the head and what it is compared with (the bare proxy with `--bare`, else the base),
+ * from each process's main-thread dump of the last repetition, the JIT's code named by its `--perf-basic-prof` map:
+ * where the difference lies by function, without reading the dumps by hand (a map's name for an address is its
+ * latest entry starting at or below it, so code that V8 moved may be named by what was there before).
  * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
  */
 import fs from 'node:fs';
@@ -185,8 +185,8 @@ function functionsPerRequest(pid: number, file: string, n: number): Map<string, 
 }
 
 /**
- * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), and
- * the main thread's by object file.
+ * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), the
+ * main thread's by object file, and the main thread's dump file (for `--symbols`).
  */
 function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; mainFile?: string } {
   let main = 0;
@@ -304,11 +304,11 @@ async function main() {
       MODES.forEach((mode, m) => {
         const [fa, fb] = [other, 1].map((b) => (lastMain[b][m] ? functionsPerRequest(gws[b].pid, lastMain[b][m]!, N) : new Map<string, number>()));
         const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
-          .sort((x, y) => (y.b - y.a) - (x.b - x.a)).slice(0, SYMBOLS);
+          .sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
         for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
-        symbolsJson[mode] = diff.map((d) => ({ name: d.name, [labels[other]]: Math.round(d.a), [labels[1]]: Math.round(d.b) }));
+        symbolsJson[mode] = diff.map((d) => ({ name: d.name, compared: Math.round(d.a), head: Math.round(d.b) }));
       });
-      json.symbols = symbolsJson;
+      json.symbols = { compared: labels[other], head: labels[1], modes: symbolsJson };
     }
     console.log(formatTable(rows));
     console.log(`\n${formatTable(partRows)}`);
