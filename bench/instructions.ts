@@ -151,11 +151,12 @@ function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string
 }
 
 /**
- * A process's functions by their own instructions per request in one main-thread dump, the JIT's addresses named from
- * its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in hex, appended as V8 compiles), C++ names
- * without their parameters (an anonymous namespace kept as `{anonymous}`), and the bundle's file URL cut to its line.
+ * A process's functions by their own instructions per request (a main-thread dump's, from selfCosts), the JIT's
+ * addresses named from its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in hex, appended as V8
+ * compiles), C++ names without their parameters (an anonymous namespace kept as `{anonymous}`), and the bundle's
+ * file URL cut to its line.
  */
-function functionsPerRequest(pid: number, file: string, n: number): Map<string, number> {
+function functionsPerRequest(pid: number, fns: Map<string, number>, n: number): Map<string, number> {
   const entries = new Map<number, { end: number; name: string }>(); // by start: the latest entry wins
   const mapFile = `/tmp/perf-${pid}.map`;
   if (fs.existsSync(mapFile)) {
@@ -177,7 +178,7 @@ function functionsPerRequest(pid: number, file: string, n: number): Map<string, 
     return e && addr < e.end ? e.name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2') : 'JIT code without a name';
   };
   const out = new Map<string, number>();
-  for (const [fn, ir] of selfCosts(file).fns) {
+  for (const [fn, ir] of fns) {
     const name = /^0x[0-9a-f]+$/.test(fn) ? jitName(parseInt(fn, 16)) : fn.replaceAll('(anonymous namespace)', '{anonymous}').replace(/\(.*$/, '');
     out.set(name, (out.get(name) ?? 0) + ir / n);
   }
@@ -186,11 +187,11 @@ function functionsPerRequest(pid: number, file: string, n: number): Map<string, 
 
 /**
  * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), the
- * main thread's by object file, and the main thread's dump file (for `--symbols`).
+ * main thread's by object file and by function (for `--symbols`).
  */
-function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; mainFile?: string } {
+function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; fns: Map<string, number> } {
   let main = 0;
-  let mainFile: string | undefined;
+  const fns = new Map<string, number>();
   let all = 0;
   const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
   for (const f of fs.readdirSync(OUT)) {
@@ -200,12 +201,12 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number; pa
     all += n;
     if (f.endsWith('-01')) {
       main += n;
-      mainFile = path.join(OUT, f);
-      const own = selfCosts(mainFile).parts;
-      for (const p of PARTS) parts[p] += own[p];
+      const own = selfCosts(path.join(OUT, f));
+      for (const p of PARTS) parts[p] += own.parts[p];
+      for (const [fn, ir] of own.fns) fns.set(fn, (fns.get(fn) ?? 0) + ir);
     }
   }
-  return { main, all, parts, mainFile };
+  return { main, all, parts, fns };
 }
 
 async function main() {
@@ -242,7 +243,7 @@ async function main() {
     await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
     const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
-    const lastMain = labels.map(() => MODES.map(() => undefined as string | undefined)); // [build (, bare)][mode]: the last repetition's main-thread dump
+    const lastFns = labels.map(() => MODES.map(() => new Map<string, number>())); // [build (, bare)][mode]: the last repetition's main thread by function
     for (let rep = 0; rep < REPS; rep++) {
       for (let m = 0; m < MODES.length; m++) {
         // both builds (and the bare proxy) at once: the counts do not depend on the others' load
@@ -255,7 +256,7 @@ async function main() {
           const d = dumped(gw.pid, seen);
           const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number> };
           counts[b][m].push(per);
-          lastMain[b][m] = d.mainFile;
+          lastFns[b][m] = d.fns;
           log(`rep ${rep + 1}/${REPS} ${labels[b]} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
         }));
       }
@@ -302,7 +303,7 @@ async function main() {
       symbolRows.push(['mode', 'function (own instructions, main thread, per request)', labels[other], labels[1], 'difference']);
       const symbolsJson: Record<string, unknown> = {};
       MODES.forEach((mode, m) => {
-        const [fa, fb] = [other, 1].map((b) => (lastMain[b][m] ? functionsPerRequest(gws[b].pid, lastMain[b][m]!, N) : new Map<string, number>()));
+        const [fa, fb] = [other, 1].map((b) => functionsPerRequest(gws[b].pid, lastFns[b][m], N));
         const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
           .sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
         for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
