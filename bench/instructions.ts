@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40]
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--head-flags '<node flags>']
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -47,6 +47,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { request } from 'undici';
 import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
 
@@ -59,6 +60,8 @@ const REPS = Number(arg('--reps') ?? 5);
 const WARMUP = Number(arg('--warmup') ?? 4000);
 const BARE = process.argv.includes('--bare');
 const SYMBOLS = Number(arg('--symbols') ?? 0);
+/** Node flags given to the head's gateway only, after the tool's own (a V8 flag counted on one build, as bench:ab's). */
+const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
 /** Modes whose requests take long enough that their warm-up runs 16 at a time. */
 const SLOW = new Set(['paced']);
@@ -153,10 +156,11 @@ function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string
 /**
  * A process's functions by their own instructions per request (a main-thread dump's, from selfCosts), the JIT's
  * addresses named from its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in hex, appended as V8
- * compiles), C++ names without their parameters (an anonymous namespace kept as `{anonymous}`), and the bundle's
- * file URL cut to its line.
+ * compiles), C++ names without their parameters (an anonymous namespace kept as `{anonymous}`), and a file URL cut to
+ * its file's name and line; `bundle`, a gateway build's file, is named `gateway.js` whatever its path (the base's
+ * dist/main.js and the working tree's worktree.js: the same function then has the same name in both builds).
  */
-function functionsPerRequest(pid: number, fns: Map<string, number>, n: number): Map<string, number> {
+function functionsPerRequest(pid: number, fns: Map<string, number>, n: number, bundle?: string): Map<string, number> {
   const entries = new Map<number, { end: number; name: string }>(); // by start: the latest entry wins
   const mapFile = `/tmp/perf-${pid}.map`;
   if (fs.existsSync(mapFile)) {
@@ -175,7 +179,9 @@ function functionsPerRequest(pid: number, fns: Map<string, number>, n: number): 
       if (starts[mid] <= addr) { at = mid; lo = mid + 1; } else hi = mid - 1;
     }
     const e = at >= 0 ? entries.get(starts[at])! : undefined;
-    return e && addr < e.end ? e.name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2') : 'JIT code without a name';
+    if (!e || addr >= e.end) return 'JIT code without a name';
+    const name = bundle ? e.name.replace(`${pathToFileURL(bundle).href}:`, 'file:///gateway.js:') : e.name;
+    return name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2');
   };
   const out = new Map<string, number>();
   for (const [fn, ir] of fns) {
@@ -214,12 +220,13 @@ async function main() {
   try {
     builds.push(build(BASE, 'instructions'));
     builds.push(build(HEAD, 'instructions'));
+    if (HEAD_FLAGS.length) builds[1].label += ` ${HEAD_FLAGS.join(' ')}`;
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
     const wrap = ['valgrind', '-q', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', '--instr-atstart=no',
       `--vgdb-prefix=${OUT}/vgdb`, `--callgrind-out-file=${OUT}/callgrind.out.%p`];
     log(`starting both gateways under callgrind (dumps in ${OUT})`);
     const gws: Array<{ url: string; key: string; pid: number; child: { kill(s: NodeJS.Signals): unknown } }> =
-      await Promise.all(builds.map((b) => benchGateway(b.label, TIMER_ENV, sim.match[1], NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
+      await Promise.all(builds.map((b, i) => benchGateway(b.label, TIMER_ENV, sim.match[1], i === 1 ? [...NODE_FLAGS, ...HEAD_FLAGS] : NODE_FLAGS, b.file, b.root, { wrap, startS: 300 })));
     const labels = builds.map((b) => b.label);
     if (BARE) {
       log('starting the bare proxy under callgrind');
@@ -303,7 +310,7 @@ async function main() {
       symbolRows.push(['mode', 'function (own instructions, main thread, per request)', labels[other], labels[1], 'difference']);
       const symbolsJson: Record<string, unknown> = {};
       MODES.forEach((mode, m) => {
-        const [fa, fb] = [other, 1].map((b) => functionsPerRequest(gws[b].pid, lastFns[b][m], N));
+        const [fa, fb] = [other, 1].map((b) => functionsPerRequest(gws[b].pid, lastFns[b][m], N, builds[b]?.file));
         const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
           .sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
         for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
