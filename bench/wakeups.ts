@@ -9,7 +9,8 @@
  * reads every thread's /proc counters before and after: voluntary context switches (the thread slept, waiting for
  * I/O or a lock, and was woken), involuntary ones (it was preempted), its time on a core and its time runnable but
  * waiting for one (schedstat), per request; the main thread (the event loop) apart from the others (V8's compiler and
- * GC helpers, libuv's pool, the WAL checkpointer's worker). Figures are medians of the rounds.
+ * GC helpers, libuv's pool, the WAL checkpointer's worker). Figures are medians of the rounds: a table, and JSON in
+ * bench/results/wakeups.json.
  *
  * What it is for: instructions (`npm run bench:instructions`) count the work, not the waits around it. On a shared VM
  * each sleep and wake-up of a process costs more on a slow stretch; a gateway that slept more often per request than
@@ -18,8 +19,9 @@
  *   single  20-chunk streams as fast as the simulator writes (sim/chunks-20)
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { request } from 'undici';
-import { MODEL, STREAM_MODEL, benchGateway, chatBody, children, dispatcher, formatTable, log, median, round, startTs } from './lib.js';
+import { MODEL, ROOT, STREAM_MODEL, benchGateway, chatBody, children, dispatcher, formatTable, log, median, round, startTs } from './lib.js';
 
 const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true) };
@@ -120,8 +122,8 @@ async function main() {
     }
     console.log(formatTable(rows));
     console.log(`\n(${N} requests one at a time per mode, round and process, after ${WARMUP} of each mode; medians of ${ROUNDS} rounds)`);
-    fs.mkdirSync('bench/results', { recursive: true });
-    fs.writeFileSync('bench/results/wakeups.json', `${JSON.stringify(json, null, 2)}\n`);
+    fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+    fs.writeFileSync(path.join(ROOT, 'bench/results/wakeups.json'), `${JSON.stringify(json, null, 2)}\n`);
     log('wrote bench/results/wakeups.json');
   } finally {
     for (const c of children) c.kill('SIGTERM');
