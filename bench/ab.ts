@@ -37,9 +37,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, benchGateway, build, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, arg, benchGateway, build, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
 const HEAD = arg('--head');
 const ROUNDS = Number(arg('--rounds') ?? 6);

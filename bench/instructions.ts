@@ -48,10 +48,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
-import { request } from 'undici';
-import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, benchGateway, build, chatBody, dispatcher, formatTable, log, median, round, startTs, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, ROOT, STREAM_MODEL, arg, benchGateway, build, chatBody, chatOnce, formatTable, log, median, round, startTs, type Build } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BASE = arg('--base');
 const HEAD = arg('--head');
 const MODES = (arg('--modes') ?? 'c1,single').split(',');
@@ -87,12 +85,6 @@ const OUT = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-instructions-'));
 /** callgrind_control finds a process by a file named with $USER and $HOST: the gateway's HOST is 127.0.0.1. */
 const control = (pid: number, ...args: string[]) =>
   execFileSync('callgrind_control', [`--vgdb-prefix=${OUT}/vgdb`, ...args, String(pid)], { env: { ...process.env, HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
-
-async function one(url: string, key: string, body: string): Promise<void> {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
-  await res.body.arrayBuffer();
-  if (res.statusCode !== 200) throw new Error(`status ${res.statusCode}`);
-}
 
 /** The gateways' node binary as callgrind names it (the file itself, not a link to it). */
 const NODE_BINARY = fs.realpathSync(process.execPath);
@@ -154,13 +146,12 @@ function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string
 }
 
 /**
- * A process's functions by their own instructions per request (a main-thread dump's, from selfCosts), the JIT's
- * addresses named from its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in hex, appended as V8
- * compiles), C++ names without their parameters (an anonymous namespace kept as `{anonymous}`), and a file URL cut to
- * its file's name and line; `bundle`, a gateway build's file, is named `gateway.js` whatever its path (the base's
- * dist/main.js and the working tree's worktree.js: the same function then has the same name in both builds).
+ * A process's JIT code addresses named from its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in
+ * hex, appended as V8 compiles), read once when the process is done: a file URL cut to its file's name and line;
+ * `bundle`, a gateway build's file, is named `gateway.js` whatever its path (the base's dist/main.js and the working
+ * tree's worktree.js: the same function then has the same name in both builds).
  */
-function functionsPerRequest(pid: number, fns: Map<string, number>, n: number, bundle?: string): Map<string, number> {
+function jitNames(pid: number, bundle?: string): (addr: number) => string {
   const entries = new Map<number, { end: number; name: string }>(); // by start: the latest entry wins
   const mapFile = `/tmp/perf-${pid}.map`;
   if (fs.existsSync(mapFile)) {
@@ -170,7 +161,7 @@ function functionsPerRequest(pid: number, fns: Map<string, number>, n: number, b
     }
   }
   const starts = [...entries.keys()].sort((a, b) => a - b);
-  const jitName = (addr: number): string => {
+  return (addr: number): string => {
     let lo = 0;
     let hi = starts.length - 1;
     let at = -1;
@@ -183,6 +174,13 @@ function functionsPerRequest(pid: number, fns: Map<string, number>, n: number, b
     const name = bundle ? e.name.replace(`${pathToFileURL(bundle).href}:`, 'file:///gateway.js:') : e.name;
     return name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2');
   };
+}
+
+/**
+ * A process's functions by their own instructions per request (a main-thread dump's, from selfCosts): the JIT's
+ * addresses by `jitName` (jitNames), C++ names without their parameters (an anonymous namespace kept as `{anonymous}`).
+ */
+function functionsPerRequest(fns: Map<string, number>, n: number, jitName: (addr: number) => string): Map<string, number> {
   const out = new Map<string, number>();
   for (const [fn, ir] of fns) {
     const name = /^0x[0-9a-f]+$/.test(fn) ? jitName(parseInt(fn, 16)) : fn.replaceAll('(anonymous namespace)', '{anonymous}').replace(/\(.*$/, '');
@@ -242,12 +240,12 @@ async function main() {
     const fast = MODES.filter((m) => !SLOW.has(m));
     const slow = MODES.filter((m) => SLOW.has(m));
     await Promise.all(gws.flatMap((gw) => [
-      (async () => { for (let i = 0; i < WARMUP; i++) for (const m of fast) await one(gw.url, gw.key, BODIES[m]); })(),
-      ...Array.from({ length: slow.length ? 16 : 0 }, async (_, w) => { for (let i = w; i < WARMUP; i += 16) for (const m of slow) await one(gw.url, gw.key, BODIES[m]); }),
+      (async () => { for (let i = 0; i < WARMUP; i++) for (const m of fast) await chatOnce(gw.url, gw.key, BODIES[m]); })(),
+      ...Array.from({ length: slow.length ? 16 : 0 }, async (_, w) => { for (let i = w; i < WARMUP; i += 16) for (const m of slow) await chatOnce(gw.url, gw.key, BODIES[m]); }),
     ]));
     for (const gw of gws) control(gw.pid, '--instr=on');
     // the code is translated again once instrumented: a few requests more before counting
-    await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await one(gw.url, gw.key, BODIES[m]); }));
+    await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await chatOnce(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
     const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
     const lastFns = labels.map(() => MODES.map(() => new Map<string, number>())); // [build (, bare)][mode]: the last repetition's main thread by function
@@ -256,7 +254,7 @@ async function main() {
         // both builds (and the bare proxy) at once: the counts do not depend on the others' load
         await Promise.all(gws.map(async (gw, b) => {
           control(gw.pid, '--zero');
-          for (let i = 0; i < N; i++) await one(gw.url, gw.key, BODIES[MODES[m]]);
+          for (let i = 0; i < N; i++) await chatOnce(gw.url, gw.key, BODIES[MODES[m]]);
           control(gw.pid, '--dump');
           for (let t = 0; t < 100 && !fs.readdirSync(OUT).some((f) => !seen.has(f) && f.startsWith(`callgrind.out.${gw.pid}.`) && f.endsWith('-01')); t++) await new Promise((r) => setTimeout(r, 100));
           await new Promise((r) => setTimeout(r, 500)); // every thread's file written
@@ -309,8 +307,9 @@ async function main() {
       const other = BARE ? 2 : 0;
       symbolRows.push(['mode', 'function (own instructions, main thread, per request)', labels[other], labels[1], 'difference']);
       const symbolsJson: Record<string, unknown> = {};
+      const names = [other, 1].map((b) => jitNames(gws[b].pid, builds[b]?.file));
       MODES.forEach((mode, m) => {
-        const [fa, fb] = [other, 1].map((b) => functionsPerRequest(gws[b].pid, lastFns[b][m], N, builds[b]?.file));
+        const [fa, fb] = [other, 1].map((b, k) => functionsPerRequest(lastFns[b][m], N, names[k]));
         const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
           .sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
         for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);

@@ -22,6 +22,8 @@ export const PACED_MODEL = 'sim/chunks-20-every-10ms';
 /** How long one PACED_MODEL stream lasts: the span over which the workers' first requests are spread. */
 export const PACED_STREAM_MS = 200;
 export const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+/** A command-line option's value (`--name value`), or undefined. */
+export const arg = (name: string): string | undefined => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 
 export const children: ChildProcess[] = [];
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
@@ -238,6 +240,13 @@ export async function alternate(targets: Array<{ url: string; key: string; pid: 
     const tf = ttfb[k].sort((a, b) => a - b);
     return { p50: round(pct(tt, 50), 3), p99: round(pct(tt, 99), 3), ttfbP50: round(pct(tf, 50), 3), errors: errors[k], cpuUs: cpu };
   });
+}
+
+/** One chat completion through `url` with `body`, read to its end; throws unless it answered 200. */
+export async function chatOnce(url: string, key: string, body: string): Promise<void> {
+  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
+  await res.body.arrayBuffer();
+  if (res.statusCode !== 200) throw new Error(`${url}: status ${res.statusCode}`);
 }
 
 /** Worker `i` of `concurrency` waits i·spreadMs/concurrency ms before its first request (none when `spreadMs` is 0). */

@@ -17,9 +17,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { request } from 'undici';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, conversationBody, dispatcher, imageBody, log, startTs, streaming, throughput } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, conversationBody, dispatcher, imageBody, log, startTs, streaming, throughput } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const SECONDS = Number(arg('--seconds') ?? 10);
 const SPREAD = process.argv.includes('--spread');
 const PACED = SPREAD || process.argv.includes('--paced');

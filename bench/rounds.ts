@@ -24,9 +24,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
 const LEAD = !process.argv.includes('--no-lead');

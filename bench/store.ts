@@ -25,9 +25,8 @@ import { openStore, type Store } from '../src/store/index.js';
 import { newHoldId } from '../src/store/credits.js';
 import type { UsageRecord } from '../src/store/usage.js';
 import type { HealthObservation } from '../src/store/health.js';
-import { ROOT, cpuUs, formatTable, log, median, round } from './lib.js';
+import { ROOT, arg, cpuUs, formatTable, log, median, round } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const REQUESTS = Number(arg('--requests') ?? 4000);
 const CONCURRENCY = (arg('--concurrency') ?? '1,16').split(',').map(Number);
 const ROUNDS = Number(arg('--rounds') ?? 3);

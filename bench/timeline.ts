@@ -36,7 +36,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -176,7 +176,6 @@ export function quartiles<K extends string>(streams: Array<Record<K, number>>, f
   return { p25: pct(d, 25), p50: pct(d, 50), p75: pct(d, 75) };
 }
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 
 interface Target {
   label: string;

@@ -20,10 +20,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { request } from 'undici';
-import { MODEL, ROOT, STREAM_MODEL, benchGateway, chatBody, children, dispatcher, formatTable, log, median, round, startTs } from './lib.js';
+import { MODEL, ROOT, STREAM_MODEL, arg, benchGateway, chatBody, chatOnce, children, formatTable, log, median, round, startTs } from './lib.js';
 
-const arg = (name: string) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : undefined; };
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true) };
 const MODES = (arg('--modes') ?? 'c1,single').split(',');
 const N = Number(arg('--n') ?? 2000);
@@ -70,12 +68,6 @@ function perRequest(pid: number, before: Map<string, Counters>, after: Map<strin
   return { main: per(main), others: per(others) };
 }
 
-async function one(url: string, key: string, body: string): Promise<void> {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
-  await res.body.arrayBuffer();
-  if (res.statusCode !== 200) throw new Error(`${url}: status ${res.statusCode}`);
-}
-
 async function main() {
   try {
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
@@ -87,7 +79,7 @@ async function main() {
       { label: 'gateway (sqlite)', url: gw.url, key: gw.key, pid: gw.pid },
     ];
     log(`warming each with ${WARMUP} requests of each mode`);
-    for (const t of targets) for (let i = 0; i < WARMUP; i++) for (const m of MODES) await one(t.url, t.key, BODIES[m]);
+    for (const t of targets) for (let i = 0; i < WARMUP; i++) for (const m of MODES) await chatOnce(t.url, t.key, BODIES[m]);
     // [mode][target][round]
     const rounds = MODES.map(() => targets.map(() => [] as Array<ReturnType<typeof perRequest> & { wallUs: number }>));
     for (let r = 0; r < ROUNDS; r++) {
@@ -97,7 +89,7 @@ async function main() {
           const t = targets[ti];
           const before = threads(t.pid);
           const started = process.hrtime.bigint();
-          for (let i = 0; i < N; i++) await one(t.url, t.key, BODIES[mode]);
+          for (let i = 0; i < N; i++) await chatOnce(t.url, t.key, BODIES[mode]);
           const wallUs = Number(process.hrtime.bigint() - started) / 1000 / N;
           rounds[m][ti].push({ ...perRequest(t.pid, before, threads(t.pid), N), wallUs });
           log(`round ${r + 1}/${ROUNDS} ${mode} ${t.label}: ${round(wallUs, 0)} µs a request`);
