@@ -141,7 +141,7 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
       if (this.finished) return true;
       this.queue = [];
       this.at = 0;
-      const chunk = this.body.shift();
+      const chunk = this.body.shiftAll();
       if (chunk) this.take(chunk);
       else if (this.body.error !== undefined) this.fail(this.body.error);
       else if (this.body.over) {

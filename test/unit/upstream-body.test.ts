@@ -152,6 +152,31 @@ describe('unit: UpstreamBody', () => {
     expect(failed).to.equal(why);
   });
 
+  it('shiftAll(): every chunk waiting, as one buffer in order; a paused upstream resumed a microtask later; nothing while reading off', async () => {
+    const { body, flow } = fed();
+    expect(body.shiftAll()).to.equal(undefined);
+    const one = Buffer.from('only');
+    body.push(one);
+    expect(body.shiftAll(), 'one chunk: itself, not a copy').to.equal(one);
+    body.push(Buffer.from('a'));
+    body.push(Buffer.from('bc'));
+    body.push(Buffer.from('d'));
+    expect(String(body.shiftAll())).to.equal('abcd');
+    expect(body.shiftAll(), 'taken').to.equal(undefined);
+    for (let i = 0; i < 64; i++) body.push(kib(i));
+    expect(flow.pauses).to.equal(1);
+    const all = body.shiftAll()!;
+    expect(all.length).to.equal(64 * 1024);
+    expect(String(all.subarray(63 * 1024, 63 * 1024 + 2))).to.equal('63');
+    expect(flow.resumes, 'not from inside the caller (undici\'s data callback)').to.equal(0);
+    await Promise.resolve();
+    expect(flow.resumes).to.equal(1);
+    body.push(Buffer.from('x'));
+    body.push(Buffer.from('y'));
+    void body.dump();
+    expect(body.shiftAll(), 'read off: nothing for the reader').to.equal(undefined);
+  });
+
   it('takeAll(): a body that has all arrived is taken whole at once (readCapped reads it so); otherwise nothing is taken', async () => {
     const { body } = fed();
     body.push(Buffer.from('{"a":'));

@@ -103,6 +103,19 @@ for (const w of wires) {
       expect(flow.aborted, 'aborted past 256 KB').to.be.instanceOf(Error);
     });
 
+    it('pieces that arrived before the reader (one socket read) are read as one: events and characters split across them intact', async () => {
+      const { body } = bodyFrom(new Readable({ read() {} }));
+      // cut every few bytes: through the `data:` prefixes, the JSON, the blank lines and 'é' / '→' (two and three bytes)
+      // (Gemini's stream has no terminator: it ends with a finish reason and the body's end)
+      const end = w.close ?? sse({ candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'STOP', index: 0 }] });
+      const bytes = Buffer.from(w.open + w.text('héllo') + w.text('a→b') + end);
+      for (let i = 0; i < bytes.length; i += 7) body.push(bytes.subarray(i, i + 7));
+      if (!w.close) body.end();
+      const { evs, err } = await collect(w.events(body));
+      expect(err).to.equal(undefined);
+      expect(kinds(evs).filter((k) => k !== 'usage' && k !== 'finish' && k !== 'end')).to.deep.equal([...w.lead, 'héllo', 'a→b']);
+    });
+
     it('a body that breaks off mid-way: the events before it, then stream_broken', async () => {
       const source = new Readable({ read() {} });
       source.push(Buffer.from(w.open + w.text('a')));
