@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--head-flags '<node flags>']
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--inclusive 40] [--head-flags '<node flags>']
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -40,7 +40,13 @@
  * most (more or fewer) between the head and what it is compared with (the bare proxy with `--bare`, else the base),
  * from each process's main-thread dump of the last repetition, the JIT's code named by its `--perf-basic-prof` map:
  * where the difference lies by function, without reading the dumps by hand (a map's name for an address is its
- * latest entry starting at or below it, so code that V8 moved may be named by what was there before).
+ * latest entry starting at or below it, so code that V8 moved may be named by what was there before). The gateway's
+ * functions are named by their source module (`*push src/stream/sse.ts`), so that a change that moves the bundle's
+ * lines still pairs them across builds.
+ * `--inclusive <k>` (since session 46) prints, per mode, the k functions of the gateway's own code with the most
+ * inclusive instructions per request in the head (their own and their callees'), beside the base's: which of its parts
+ * a request's count goes to (the database's writes, the stream's mapping, the response's head), where `--symbols`
+ * names the many small functions it is spread over.
  * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
  */
 import fs from 'node:fs';
@@ -58,6 +64,7 @@ const REPS = Number(arg('--reps') ?? 5);
 const WARMUP = Number(arg('--warmup') ?? 4000);
 const BARE = process.argv.includes('--bare');
 const SYMBOLS = Number(arg('--symbols') ?? 0);
+const INCLUSIVE = Number(arg('--inclusive') ?? 0);
 /** Node flags given to the head's gateway only, after the tool's own (a V8 flag counted on one build, as bench:ab's). */
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
@@ -102,13 +109,16 @@ const PART_NAMES: Record<Part, string> = {
  * time belongs to no file (`???`) and its functions are addresses. The binding's calls into V8's API (a statement's
  * result object) count as Node's binary.
  */
-function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string, number> } {
+function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string, number>; calls: Map<string, number> } {
   const obNames = new Map<string, string>();
   const fnNames = new Map<string, string>();
   const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
   const fns = new Map<string, number>();
+  /** By caller: the inclusive cost of its calls to other functions (its own plus these is its inclusive cost). */
+  const calls = new Map<string, number>();
   let part: Part = 'other';
   let fn = '';
+  let callee = '';
   let afterCall = false;
   const named = (names: Map<string, string>, m: RegExpExecArray) => {
     if (m[1] !== undefined && m[2]) names.set(m[1], m[2]);
@@ -126,6 +136,7 @@ function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string
     if (line.startsWith('fn=') || line.startsWith('cfn=')) {
       const name = named(fnNames, /^c?fn=(?:\((\d+)\))? ?(.*)$/.exec(line)!);
       if (line[0] === 'f') fn = name;
+      else callee = name;
       continue;
     }
     if (line.startsWith('calls=')) {
@@ -134,24 +145,29 @@ function selfCosts(file: string): { parts: Record<Part, number>; fns: Map<string
     }
     const c = line.charCodeAt(0);
     if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) { // a cost line: a position (digits, +, - or *), then Ir
-      if (afterCall) afterCall = false;
-      else {
+      if (afterCall) {
+        afterCall = false;
+        if (callee !== fn) calls.set(fn, (calls.get(fn) ?? 0) + Number(line.split(' ')[1] ?? 0));
+      } else {
         const ir = Number(line.split(' ')[1] ?? 0);
         parts[part] += ir;
         fns.set(fn, (fns.get(fn) ?? 0) + ir);
       }
     }
   }
-  return { parts, fns };
+  return { parts, fns, calls };
 }
 
 /**
  * A process's JIT code addresses named from its `--perf-basic-prof` map (/tmp/perf-<pid>.map: `start size name` in
- * hex, appended as V8 compiles), read once when the process is done: a file URL cut to its file's name and line;
- * `bundle`, a gateway build's file, is named `gateway.js` whatever its path (the base's dist/main.js and the working
- * tree's worktree.js: the same function then has the same name in both builds).
+ * hex, appended as V8 compiles), read once when the process is done: a file URL cut to its file's name and line.
+ * A function of `bundle`, a gateway build's esbuild bundle, is named by the source module it came from (the bundle's
+ * `// src/…` markers), not by its line: the same function then has the same name in both builds, whatever a change
+ * moved in the bundle (until session 46 it was `gateway.js:<line>`, and every function below a changed line was
+ * listed twice, once gone and once new). Two functions of one name in one module count as one.
  */
 function jitNames(pid: number, bundle?: string): (addr: number) => string {
+  const moduleOf = bundle ? bundleModules(bundle) : undefined;
   const entries = new Map<number, { end: number; name: string }>(); // by start: the latest entry wins
   const mapFile = `/tmp/perf-${pid}.map`;
   if (fs.existsSync(mapFile)) {
@@ -171,8 +187,25 @@ function jitNames(pid: number, bundle?: string): (addr: number) => string {
     }
     const e = at >= 0 ? entries.get(starts[at])! : undefined;
     if (!e || addr >= e.end) return 'JIT code without a name';
-    const name = bundle ? e.name.replace(`${pathToFileURL(bundle).href}:`, 'file:///gateway.js:') : e.name;
+    const name = moduleOf ? e.name.replace(`${pathToFileURL(bundle!).href}:`, 'gateway.js:').replace(/gateway\.js:(\d+):\d+/, (_, l) => moduleOf(Number(l))) : e.name;
     return name.replace(/file:\/\/\S*\/([^/\s]+\.js):(\d+):\d+/, '$1:$2');
+  };
+}
+
+/** For each line of an esbuild bundle, the source module it came from (`src/…`; `gateway.js` before the first). */
+function bundleModules(bundle: string): (line: number) => string {
+  const starts: Array<[number, string]> = [];
+  fs.readFileSync(bundle, 'utf8').split('\n').forEach((text, i) => {
+    const m = /^\/\/ (src\/\S+)$/.exec(text);
+    if (m) starts.push([i + 1, m[1]]);
+  });
+  return (line) => {
+    let name = 'gateway.js';
+    for (const [at, module] of starts) {
+      if (at > line) break;
+      name = module;
+    }
+    return name;
   };
 }
 
@@ -190,12 +223,31 @@ function functionsPerRequest(fns: Map<string, number>, n: number, jitName: (addr
 }
 
 /**
+ * The gateway's own functions (its bundle's, named by source module) by their inclusive instructions per request: own
+ * plus what the calls they make cost, V8's tiers of one function (`*`, `^`, `~`) counted as one. Only what runs inside
+ * the call counts: an async function's code after an `await` runs from the microtask queue, and is counted under it
+ * from there, not under its caller. A function whose tiers call each other (rare) is counted twice.
+ */
+function gatewayInclusive(fns: Map<string, number>, calls: Map<string, number>, n: number, jitName: (addr: number) => string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const fn of new Set([...fns.keys(), ...calls.keys()])) {
+    // (a recursion's inner calls, `<fn>'2`, are inside the outer call's cost already)
+    if (!/^0x[0-9a-f]+$/.test(fn)) continue;
+    const name = jitName(parseInt(fn, 16)).replace(/^JS:[*^~+]?/, '');
+    if (!/ src\//.test(name)) continue;
+    out.set(name, (out.get(name) ?? 0) + ((fns.get(fn) ?? 0) + (calls.get(fn) ?? 0)) / n);
+  }
+  return out;
+}
+
+/**
  * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), the
  * main thread's by object file and by function (for `--symbols`).
  */
-function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; fns: Map<string, number> } {
+function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; fns: Map<string, number>; calls: Map<string, number> } {
   let main = 0;
   const fns = new Map<string, number>();
+  const calls = new Map<string, number>();
   let all = 0;
   const parts: Record<Part, number> = { node: 0, jit: 0, sqlite: 0, libc: 0, other: 0 };
   for (const f of fs.readdirSync(OUT)) {
@@ -208,9 +260,10 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number; pa
       const own = selfCosts(path.join(OUT, f));
       for (const p of PARTS) parts[p] += own.parts[p];
       for (const [fn, ir] of own.fns) fns.set(fn, (fns.get(fn) ?? 0) + ir);
+      for (const [fn, ir] of own.calls) calls.set(fn, (calls.get(fn) ?? 0) + ir);
     }
   }
-  return { main, all, parts, fns };
+  return { main, all, parts, fns, calls };
 }
 
 async function main() {
@@ -249,6 +302,7 @@ async function main() {
     const seen = new Set(fs.readdirSync(OUT));
     const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
     const lastFns = labels.map(() => MODES.map(() => new Map<string, number>())); // [build (, bare)][mode]: the last repetition's main thread by function
+    const lastCalls = labels.map(() => MODES.map(() => new Map<string, number>())); // the same: what each function's calls cost
     for (let rep = 0; rep < REPS; rep++) {
       for (let m = 0; m < MODES.length; m++) {
         // both builds (and the bare proxy) at once: the counts do not depend on the others' load
@@ -262,6 +316,7 @@ async function main() {
           const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number> };
           counts[b][m].push(per);
           lastFns[b][m] = d.fns;
+          lastCalls[b][m] = d.calls;
           log(`rep ${rep + 1}/${REPS} ${labels[b]} ${MODES[m]}: ${per.main} on the main thread, ${per.all} in all per request`);
         }));
       }
@@ -317,9 +372,25 @@ async function main() {
       });
       json.symbols = { compared: labels[other], head: labels[1], modes: symbolsJson };
     }
+    // The gateway's functions with the most inclusive instructions: where a request's cost goes by the code's own parts.
+    const inclusiveRows: string[][] = [];
+    if (INCLUSIVE > 0) {
+      inclusiveRows.push(['mode', "the gateway's function (inclusive instructions, main thread, per request)", labels[0], labels[1], 'difference']);
+      const names = [0, 1].map((b) => jitNames(gws[b].pid, builds[b].file));
+      const inclusiveJson: Record<string, unknown> = {};
+      MODES.forEach((mode, m) => {
+        const [fa, fb] = [0, 1].map((b) => gatewayInclusive(lastFns[b][m], lastCalls[b][m], N, names[b]));
+        const top = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
+          .sort((x, y) => y.b - x.b).slice(0, INCLUSIVE);
+        for (const d of top) inclusiveRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
+        inclusiveJson[mode] = top.map((d) => ({ name: d.name, base: Math.round(d.a), head: Math.round(d.b) }));
+      });
+      json.inclusive = { base: labels[0], head: labels[1], modes: inclusiveJson };
+    }
     console.log(formatTable(rows));
     console.log(`\n${formatTable(partRows)}`);
     if (symbolRows.length) console.log(`\n${formatTable(symbolRows)}\n(the last repetition's main-thread dumps)`);
+    if (inclusiveRows.length) console.log(`\n${formatTable(inclusiveRows)}\n(the last repetition's main-thread dumps; a function's inclusive count holds its callees', so the rows overlap)`);
     console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));
