@@ -25,8 +25,9 @@
  * gateway before its first mode, default 12 since session 19, 2 before: the gateway's throughput climbs for ~10 s as
  * V8 compiles it, so a change to how code is compiled can show in the first modes and not later; session 19's frames
  * change came out even with 8 s and 8 rounds and 856 -> 752 us per burst stream with 12 s and 10 rounds, on another
- * stretch of the day, so the warm-up is one difference of two; since session 35 followed by 200 burst streams when a
- * streamed mode is measured), --postgres (each gateway on a fresh
+ * stretch of the day, so the warm-up is one difference of two; since session 35 followed by burst streams when a
+ * streamed mode is measured, 200 until session 46 and 3,000 since (WARM_STREAMS in bench/lib.ts: a fresh gateway's
+ * stream path is compiled over its first ~2,800 streams)), --postgres (each gateway on a fresh
  * PostgreSQL database; BENCH_DATABASE_URL names the server, default postgres://postgres@127.0.0.1:5432/test),
  * --interleaved (since session 25, the modes c1, large, image and single only: both builds' gateways run at once and take
  * turns request by request, A B, B A, …, so the machine's drift falls on both alike instead of on one round or the
@@ -37,7 +38,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, alternate, arg, benchGateway, build, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
+import { MODEL, PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, WARM_STREAMS, alternate, arg, benchGateway, build, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, round, startTs, streaming, throughput, withCpu, type Build } from './lib.js';
 
 const BASE = arg('--base');
 const HEAD = arg('--head');
@@ -56,11 +57,11 @@ const LARGE_BODY = conversationBody(MODEL, false, 100);
 const INTERLEAVED = process.argv.includes('--interleaved');
 const IMAGE_BODY = imageBody(MODEL, false, 2000);
 const ONE_AT_A_TIME: Record<string, string> = { c1: chatBody(MODEL, false), large: LARGE_BODY, image: IMAGE_BODY, single: chatBody(STREAM_MODEL, true) };
-/** The warm-up: c=16 load, then 200 burst streams when a streamed mode is measured (their path compiled before it is
- * timed, not in the first streamed mode: docs/PERFORMANCE.md, session 35). */
+/** The warm-up: c=16 load, then WARM_STREAMS burst streams when a streamed mode is measured (their path compiled
+ * before it is timed, not in the first streamed mode: docs/PERFORMANCE.md, sessions 35 and 46; 200 until session 46). */
 async function warm(gw: { url: string; key: string }): Promise<void> {
   await throughput(gw.url, gw.key, 16, WARMUP);
-  if (MODES.some((m) => ['burst', 'spread', 'together', 'single'].includes(m))) await streaming(gw.url, gw.key, 16, 200);
+  if (MODES.some((m) => ['burst', 'spread', 'together', 'single'].includes(m))) await streaming(gw.url, gw.key, 16, WARM_STREAMS);
 }
 
 /** What each mode reports, in order, and which way is better. */

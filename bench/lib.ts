@@ -291,15 +291,28 @@ export async function streaming(url: string, key: string, concurrency: number, t
 /**
  * The benchmark's streamed measures (streams a measure: the burst's, the paced ones', one at a time) and what leads
  * each loaded measure in, uncounted (since session 35: c=64 seconds, a quarter of each streamed measure); bench/run.ts
- * and bench/rounds.ts run the same.
+ * and bench/rounds.ts run the same. `warm`: the warm-up's burst streams and streams one at a time (warmStreams).
  */
 export function streamSizes(quick: boolean) {
   const streams = quick ? 200 : 400;
   const paced = quick ? 96 : 320; // ~0.2 s each, 16 at a time
   const single = quick ? 100 : 400; // one at a time, ~1-2 ms each
   const lead = { c64: quick ? 0.5 : 1, streams: Math.round(streams / 4), paced: Math.round(paced / 4), single: Math.round(single / 4) };
-  return { streams, paced, single, lead };
+  const warm = { streams: quick ? 1000 : WARM_STREAMS, single: quick ? 200 : 1000 };
+  return { streams, paced, single, lead, warm };
 }
+
+/**
+ * Burst streams that bring a fresh gateway's stream path to its steady state, in the warm-up of every tool that
+ * times streams (since session 46; 400 in bench/run.ts and 200 in bench/ab.ts before). V8 optimises a function once
+ * it has run enough, and a stream runs many functions a few times each: on a fresh gateway the CPU a burst stream took
+ * fell by batches of 400 from 1,025 µs to 700, 650, 475, 425, 375, 325 and ~250 from the 2,800th stream on, and V8
+ * still marked 7–10 functions a batch for optimisation after 3,000 (`--trace-opt`). With 400 the benchmark's first
+ * rounds timed the gateway's burst while it compiled (run DK: 210, 286 and 164 µs a stream on its main thread in its
+ * three rounds), and bench:ab, whose rounds start fresh gateways, timed every round so. The bare proxy and the
+ * simulator, which run far less code, get the same warm-up.
+ */
+export const WARM_STREAMS = 3000;
 
 /**
  * The benchmark's streamed measures, in its order (a round runs each on every target, led in by `lead` uncounted
@@ -317,11 +330,25 @@ export function streamedMeasures(sizes: ReturnType<typeof streamSizes>) {
   ] as const;
 }
 
-/** The warm-up's streamed part (after its c=64 load): every streamed path once before a round times it. */
+/**
+ * The warm-up's large bodies (after its c=64 load, before its streams): the 100 KB conversation and the 2 MB vision
+ * request one at a time, as each round measures them first. Until session 46 they were not warmed, and a first round
+ * met them cold: its gateway compiled ~800 functions and ran 10 mark-compacts before its c=64 (`npm run bench:rounds
+ * -- --trace`), and its burst took 256–258 µs of the gateway's main thread a stream against 158–201 in later rounds.
+ */
+export async function warmBodies(url: string, key: string, large: string, image: string, quick: boolean): Promise<void> {
+  await latencyC1(url, key, quick ? 20 : 100, large);
+  await latencyC1(url, key, quick ? 10 : 30, image);
+}
+
+/**
+ * The warm-up's streamed part (after its c=64 load): every streamed path before a round times it, the burst's and the
+ * one at a time's until V8 has compiled them (WARM_STREAMS).
+ */
 export async function warmStreams(url: string, key: string, sizes: ReturnType<typeof streamSizes>): Promise<void> {
-  await streaming(url, key, 16, sizes.streams);
+  await streaming(url, key, 16, sizes.warm.streams);
   await streaming(url, key, 16, sizes.paced / 2, PACED_MODEL);
-  await streaming(url, key, 1, sizes.single / 2);
+  await streaming(url, key, 1, sizes.warm.single);
 }
 
 /** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */

@@ -24,7 +24,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
@@ -81,7 +81,10 @@ async function main() {
   log(`warming up${LEAD ? ' (every loaded path)' : ' (c=64 only, as before session 35)'}`);
   for (const [, url, key] of targets) {
     await throughput(url, key, 64, 8);
-    if (LEAD) await warmStreams(url, key, SIZES);
+    if (LEAD) {
+      await warmBodies(url, key, large, image, false);
+      await warmStreams(url, key, SIZES);
+    }
   }
   const lines: string[] = [];
   for (let i = 1; i <= ROUNDS; i++) {

@@ -37,7 +37,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -94,10 +94,12 @@ async function main() {
     const push = (who: string, what: string, v: any) => ((runs[who] ??= {})[what] ??= []).push(v);
     // Warm-up, not counted: JIT, connection pools and caches of all three reach their steady state first (the
     // gateway's throughput still climbs for about ten seconds after start), on every path measured: until session 35
-    // only c=64's, and the first round's burst compiled the stream path while it was timed (docs/PERFORMANCE.md).
+    // only c=64's, and the first round's burst compiled the stream path while it was timed (docs/PERFORMANCE.md);
+    // until session 46 not the large bodies, and 400 burst streams where a fresh gateway's stream path takes ~2,800.
     log(`${label}: warming up`);
     for (const [, url, key] of targets) {
       await throughput(url, key, 64, QUICK ? 3 : 8);
+      await warmBodies(url, key, largeBody, imageRequest, QUICK);
       await warmStreams(url, key, sizes);
     }
     // Each loaded measure below is led in, uncounted, by a short run of itself on the same target (`lead`; latencyC1
