@@ -307,7 +307,7 @@ export function streamSizes(quick: boolean) {
  * times streams (since session 46; 400 in bench/run.ts and 200 in bench/ab.ts before). V8 optimises a function once
  * it has run enough, and a stream runs many functions a few times each: on a fresh gateway the CPU a burst stream took
  * fell by batches of 400 from 1,025 µs to 700, 650, 475, 425, 375, 325 and ~250 from the 2,800th stream on, and V8
- * still marked 7–10 functions a batch for optimisation after 3,000 (`--trace-opt`). With 400 the benchmark's first
+ * still marked ~7 functions for optimisation in the 250 streams up to the 3,000th (`--trace-opt`). With 400 the benchmark's first
  * rounds timed the gateway's burst while it compiled (run DK: 210, 286 and 164 µs a stream on its main thread in its
  * three rounds), and bench:ab, whose rounds start fresh gateways, timed every round so. The bare proxy and the
  * simulator, which run far less code, get the same warm-up.
@@ -332,9 +332,10 @@ export function streamedMeasures(sizes: ReturnType<typeof streamSizes>) {
 
 /**
  * The warm-up's large bodies (after its c=64 load, before its streams): the 100 KB conversation and the 2 MB vision
- * request one at a time, as each round measures them first. Until session 46 they were not warmed, and a first round
- * met them cold: its gateway compiled ~800 functions and ran 10 mark-compacts before its c=64 (`npm run bench:rounds
- * -- --trace`), and its burst took 256–258 µs of the gateway's main thread a stream against 158–201 in later rounds.
+ * request one at a time, as each round measures them first. Until session 46 they were not warmed and the first round
+ * met them cold; its burst then took 256 and 258 µs of the gateway's main thread a stream in two runs of `npm run
+ * bench:rounds` (later rounds 158–201), and 171 with them warmed. Why is not known: `--trace` showed no more compiling
+ * or collecting during that burst than in the later ones.
  */
 export async function warmBodies(url: string, key: string, large: string, image: string, quick: boolean): Promise<void> {
   await latencyC1(url, key, quick ? 20 : 100, large);

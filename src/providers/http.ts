@@ -322,13 +322,16 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     if (this.discarding >= 0) return undefined;
     const chunk = this.queue.shift();
     if (chunk) this.unread -= chunk.length;
-    if (chunk && this.paused && this.mayResume()) {
-      this.paused = false;
-      queueMicrotask(() => {
-        if (!this.paused) this.flow.resume();
-      });
-    }
+    if (chunk && this.paused && this.mayResume()) this.resumeSoon();
     return chunk;
+  }
+
+  /** Resumes a paused upstream a microtask later: never from inside undici's callback (the caller may be in it). */
+  private resumeSoon(): void {
+    this.paused = false;
+    queueMicrotask(() => {
+      if (!this.paused) this.flow.resume();
+    });
   }
 
   /**
@@ -343,12 +346,7 @@ export class UpstreamBody implements AsyncIterableIterator<Buffer> {
     const all = Buffer.concat(this.queue, this.unread);
     this.queue = [];
     this.unread = 0;
-    if (this.paused) {
-      this.paused = false;
-      queueMicrotask(() => {
-        if (!this.paused) this.flow.resume();
-      });
-    }
+    if (this.paused) this.resumeSoon();
     return all;
   }
 
