@@ -103,7 +103,7 @@ for (const w of wires) {
       expect(flow.aborted, 'aborted past 256 KB').to.be.instanceOf(Error);
     });
 
-    it('pieces that arrived before the reader (one socket read) are read as one: events and characters split across them intact', async () => {
+    it('pieces that arrived before the reader (one socket read) are read together after the first: events and characters split across them intact', async () => {
       const { body } = bodyFrom(new Readable({ read() {} }));
       // cut every few bytes: through the `data:` prefixes, the JSON, the blank lines and 'é' / '→' (two and three bytes)
       // (Gemini's stream has no terminator: it ends with a finish reason and the body's end)
