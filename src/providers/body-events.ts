@@ -149,9 +149,10 @@ export class BodyEvents implements AsyncIterableIterator<StreamEvent>, PolledEve
       this.queue = [];
       this.at = 0;
       const chunk = this.tookOne ? this.body.shiftAll() : this.body.shift();
-      if (chunk) this.tookOne = true;
-      if (chunk) this.take(chunk);
-      else if (this.body.error !== undefined) this.fail(this.body.error);
+      if (chunk) {
+        this.tookOne = true;
+        this.take(chunk);
+      } else if (this.body.error !== undefined) this.fail(this.body.error);
       else if (this.body.over) {
         this.take(undefined);
         if (!this.source.done && !this.finished) this.fail(new UpstreamError('stream_broken', 'upstream closed the stream before its end'));

@@ -116,6 +116,22 @@ for (const w of wires) {
       expect(kinds(evs).filter((k) => k !== 'usage' && k !== 'finish' && k !== 'end')).to.deep.equal([...w.lead, 'héllo', 'a→b']);
     });
 
+    it('the first piece is taken alone (its events go out before the rest is decoded), the later ones together', async () => {
+      const { body } = bodyFrom(new Readable({ read() {} }));
+      const first = w.open + w.text('a');
+      body.push(Buffer.from(first));
+      body.push(Buffer.from(w.text('b')));
+      body.push(Buffer.from(w.text('c')));
+      const it = w.events(body);
+      const got: StreamEvent[] = [];
+      while (got.length < w.lead.length + 1) got.push((await it.next()).value as StreamEvent);
+      expect(kinds(got)).to.deep.equal([...w.lead, 'a']);
+      expect(String(body.shift()), 'the second piece still waits in the body').to.equal(w.text('b'));
+      body.push(Buffer.from(w.text('d')));
+      expect(kinds([(await it.next()).value, (await it.next()).value])).to.deep.equal(['c', 'd']);
+      await it.return!();
+    });
+
     it('a body that breaks off mid-way: the events before it, then stream_broken', async () => {
       const source = new Readable({ read() {} });
       source.push(Buffer.from(w.open + w.text('a')));
