@@ -240,6 +240,11 @@ function gatewayInclusive(fns: Map<string, number>, calls: Map<string, number>, 
   return out;
 }
 
+/** Every name of two per-request maps, with its value in each (0 where absent). */
+function bothOf(fa: Map<string, number>, fb: Map<string, number>): Array<{ name: string; a: number; b: number }> {
+  return [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }));
+}
+
 /**
  * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), the
  * main thread's by object file and by function (for `--symbols`).
@@ -356,17 +361,17 @@ async function main() {
       }));
     });
     json.mainByObject = partsJson;
+    // Each process's JIT names, made once (its perf map and bundle read once) for --symbols and --inclusive.
+    const names = gws.map((gw, b) => (SYMBOLS > 0 || INCLUSIVE > 0 ? jitNames(gw.pid, builds[b]?.file) : () => ''));
     // The functions that differ most: the head against the bare proxy (--bare) or the base, per request.
     const symbolRows: string[][] = [];
     if (SYMBOLS > 0) {
       const other = BARE ? 2 : 0;
       symbolRows.push(['mode', 'function (own instructions, main thread, per request)', labels[other], labels[1], 'difference']);
       const symbolsJson: Record<string, unknown> = {};
-      const names = [other, 1].map((b) => jitNames(gws[b].pid, builds[b]?.file));
       MODES.forEach((mode, m) => {
-        const [fa, fb] = [other, 1].map((b, k) => functionsPerRequest(lastFns[b][m], N, names[k]));
-        const diff = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
-          .sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
+        const [fa, fb] = [other, 1].map((b) => functionsPerRequest(lastFns[b][m], N, names[b]));
+        const diff = bothOf(fa, fb).sort((x, y) => Math.abs(y.b - y.a) - Math.abs(x.b - x.a)).slice(0, SYMBOLS);
         for (const d of diff) symbolRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
         symbolsJson[mode] = diff.map((d) => ({ name: d.name, compared: Math.round(d.a), head: Math.round(d.b) }));
       });
@@ -376,12 +381,10 @@ async function main() {
     const inclusiveRows: string[][] = [];
     if (INCLUSIVE > 0) {
       inclusiveRows.push(['mode', "the gateway's function (inclusive instructions, main thread, per request)", labels[0], labels[1], 'difference']);
-      const names = [0, 1].map((b) => jitNames(gws[b].pid, builds[b].file));
       const inclusiveJson: Record<string, unknown> = {};
       MODES.forEach((mode, m) => {
         const [fa, fb] = [0, 1].map((b) => gatewayInclusive(lastFns[b][m], lastCalls[b][m], N, names[b]));
-        const top = [...new Set([...fa.keys(), ...fb.keys()])].map((name) => ({ name, a: fa.get(name) ?? 0, b: fb.get(name) ?? 0 }))
-          .sort((x, y) => y.b - x.b).slice(0, INCLUSIVE);
+        const top = bothOf(fa, fb).sort((x, y) => y.b - x.b).slice(0, INCLUSIVE);
         for (const d of top) inclusiveRows.push([mode, d.name.slice(0, 100), String(Math.round(d.a)), String(Math.round(d.b)), String(Math.round(d.b - d.a))]);
         inclusiveJson[mode] = top.map((d) => ({ name: d.name, base: Math.round(d.a), head: Math.round(d.b) }));
       });

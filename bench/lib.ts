@@ -307,9 +307,9 @@ export function streamSizes(quick: boolean) {
  * times streams (since session 46; 400 in bench/run.ts and 200 in bench/ab.ts before). V8 optimises a function once
  * it has run enough, and a stream runs many functions a few times each: on a fresh gateway the CPU a burst stream took
  * fell by batches of 400 from 1,025 µs to 700, 650, 475, 425, 375, 325 and ~250 from the 2,800th stream on, and V8
- * still marked ~7 functions for optimisation in the 250 streams up to the 3,000th (`--trace-opt`). With 400 the benchmark's first
- * rounds timed the gateway's burst while it compiled (run DK: 210, 286 and 164 µs a stream on its main thread in its
- * three rounds), and bench:ab, whose rounds start fresh gateways, timed every round so. The bare proxy and the
+ * still marked ~7 functions for optimisation in the 250 streams up to the 3,000th (`--trace-opt`). With 400 the
+ * benchmark's first rounds timed the gateway's burst while it compiled (run DK: 210, 286 and 164 µs a stream on its
+ * main thread in its three rounds), and bench:ab, whose rounds start fresh gateways, timed every round so. The bare proxy and the
  * simulator, which run far less code, get the same warm-up.
  */
 export const WARM_STREAMS = 3000;
