@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--inclusive 40] [--head-flags '<node flags>']
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--inclusive 40] [--head-flags '<node flags>'] [--flush-ms 1000]
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -67,6 +67,8 @@ const SYMBOLS = Number(arg('--symbols') ?? 0);
 const INCLUSIVE = Number(arg('--inclusive') ?? 0);
 /** Node flags given to the head's gateway only, after the tool's own (a V8 flag counted on one build, as bench:ab's). */
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
+/** The gateways' records flush interval while counted (RECORDS_FLUSH_MS; below TIMER_ENV). */
+const FLUSH_MS = Number(arg('--flush-ms') ?? 1000);
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
 /** Modes whose requests take long enough that their warm-up runs 16 at a time. */
 const SLOW = new Set(['paced']);
@@ -86,8 +88,15 @@ const NODE_FLAGS = ['--perf-basic-prof', '--no-memory-reducer', '--min-semi-spac
  * heartbeat's write (5 s). At full speed they come once per tens of thousands of requests; ~50 times slower under
  * callgrind, they came every few dozen and were counted as per-request work (~130,000 instructions a paced stream:
  * docs/PERFORMANCE.md, sessions 33 and 34).
+ * The usage and health records' flush (src/engine/recorder.ts: one write 250 ms after the first record waits) is spread
+ * out too (`--flush-ms`, default 1,000: RECORDS_FLUSH_MS): every 250 ms under callgrind, ~50 times slower, a flush wrote
+ * ~50 times fewer requests' records than at full speed, and its transaction, its rollup, last-seen and bucket upserts
+ * and the incident check after it counted that much more per request. Much longer is not better: a flush writes the
+ * records of earlier repetitions and of the other modes, so which repetition pays for them becomes a matter of timing
+ * (at 5,000 ms the repetitions of one build spread by 11–12 %, at 1,000 ms by 2–7 %: session 47). A build from before
+ * session 47 ignores the variable and flushes every 250 ms: compare the records' share across that boundary with care.
  */
-const TIMER_ENV = { CATALOG_HEALTH_REFRESH_MS: '0', MEMORY_TRIM_INTERVAL_MS: '0', INSTANCE_HEARTBEAT_MS: '600000' };
+const TIMER_ENV = { CATALOG_HEALTH_REFRESH_MS: '0', MEMORY_TRIM_INTERVAL_MS: '0', INSTANCE_HEARTBEAT_MS: '600000', RECORDS_FLUSH_MS: String(FLUSH_MS) };
 const OUT = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-instructions-'));
 /** callgrind_control finds a process by a file named with $USER and $HOST: the gateway's HOST is 127.0.0.1. */
 const control = (pid: number, ...args: string[]) =>
@@ -394,7 +403,7 @@ async function main() {
     console.log(`\n${formatTable(partRows)}`);
     if (symbolRows.length) console.log(`\n${formatTable(symbolRows)}\n(the last repetition's main-thread dumps)`);
     if (inclusiveRows.length) console.log(`\n${formatTable(inclusiveRows)}\n(the last repetition's main-thread dumps; a function's inclusive count holds its callees', so the rows overlap)`);
-    console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode; dumps in ${OUT})`);
+    console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode, the records flushed every ${FLUSH_MS} ms; dumps in ${OUT})`);
     fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     fs.writeFileSync(path.join(ROOT, 'bench/results/instructions.json'), JSON.stringify(json, null, 2));
     log('wrote bench/results/instructions.json');

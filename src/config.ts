@@ -62,6 +62,11 @@ export interface Config {
   catalogSyncTimeoutMs: number;
   /** Catalog health and popularity (model_health, usage) reloaded into memory this often (ms); 0 = on demand only. */
   catalogHealthRefreshMs: number;
+  /**
+   * Usage records and health observations are written in one batch this long after the first of them waits
+   * (src/engine/recorder.ts; sooner once 1,000 wait). Longer: fewer, larger writes; statistics and health see a request later.
+   */
+  recordsFlushMs: number;
   /** Directory of the catalog seed files (gateways, providers, routers, models); the built-in seeds when unset. */
   catalogSeedsDir?: string;
   /** Image generation and transcription (src/media/). */
@@ -352,6 +357,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalogSyncIntervalMs: int(env, 'CATALOG_SYNC_INTERVAL_MS', 3_600_000, 0),
     catalogSyncTimeoutMs: int(env, 'CATALOG_SYNC_TIMEOUT_MS', 30_000, 1),
     catalogHealthRefreshMs: int(env, 'CATALOG_HEALTH_REFRESH_MS', 15_000, 0),
+    recordsFlushMs: int(env, 'RECORDS_FLUSH_MS', 250, 1, 60_000),
     catalogSeedsDir: env.CATALOG_SEEDS_DIR ? path.resolve(env.CATALOG_SEEDS_DIR) : undefined,
     media: mediaConfig(env),
     health: healthMonitorConfig(env),

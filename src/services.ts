@@ -93,7 +93,7 @@ export interface ServiceOptions extends Partial<ReliabilityServices> {
 export async function buildServices(config: Config, store: Store, logger: Logger, opts: ServiceOptions = {}): Promise<Services> {
   const startedAt = new Date();
   const clock = opts.clock ?? Date.now;
-  const recorder = opts.recorder ?? new Recorder(store, logger);
+  const recorder = opts.recorder ?? new Recorder(store, logger, config.recordsFlushMs);
   recorder.start();
   // breakers, limits, instance (hold reconciliation), inflight, redis: src/reliability/index.ts
   const { services: reliability, augmentWindows } = await buildReliability(config, store, logger, recorder, opts);

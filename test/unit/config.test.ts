@@ -23,11 +23,17 @@ describe('config', () => {
   });
 
   for (const [name, value] of [['PORT', 'eighty'], ['PORT', '70000'], ['LOG_LEVEL', 'loud'], ['DATABASE_URL', 'mysql://x'],
-    ['BODY_LIMIT', 'huge'], ['VALIDATE_RESPONSES', 'maybe'], ['REDIS_URL', 'http://x'], ['KEY_HASH_SECRET', 'short'], ['PRICE_MARKUP', '-1']] as const) {
+    ['BODY_LIMIT', 'huge'], ['VALIDATE_RESPONSES', 'maybe'], ['REDIS_URL', 'http://x'], ['KEY_HASH_SECRET', 'short'], ['PRICE_MARKUP', '-1'],
+    ['RECORDS_FLUSH_MS', '0'], ['RECORDS_FLUSH_MS', '60001'], ['RECORDS_FLUSH_MS', 'soon']] as const) {
     it(`a bad ${name} stops start-up with a message naming it`, () => {
       expect(() => loadConfig({ DATA_DIR: dataDir(), [name]: value })).to.throw(ConfigError).with.property('variable', name);
     });
   }
+
+  it('RECORDS_FLUSH_MS: the usage and health records are written 250 ms after the first waits, or as set (1 ms to 60 s)', () => {
+    expect(loadConfig({ DATA_DIR: dataDir() }).recordsFlushMs).to.equal(250);
+    expect(loadConfig({ DATA_DIR: dataDir(), RECORDS_FLUSH_MS: '5000' }).recordsFlushMs).to.equal(5000);
+  });
 
   it('per-gateway key and base URL: ID upper-cased with - as _', () => {
     const c = loadConfig({ DATA_DIR: dataDir(), FIREWORKS_AI_API_KEY: 'k1', FIREWORKS_AI_BASE_URL: 'http://127.0.0.1:9/v1' });

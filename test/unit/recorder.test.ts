@@ -5,6 +5,7 @@ import { createLogger } from '../../src/logger.js';
 import type { Store } from '../../src/store/index.js';
 import type { UsageRecord } from '../../src/store/usage.js';
 import type { HealthObservation } from '../../src/store/health.js';
+import { startTestGateway } from '../support/app.js';
 
 /**
  * The recorder's timer (src/engine/recorder.ts): armed only while records wait. The store is a stand-in that keeps
@@ -88,5 +89,23 @@ describe('Recorder: a flush intervalMs after the first waiting record, no timer 
     expect(written.usage).to.deep.equal([['early']]);
     expect(timersMadeBy(() => recorder.recordUsage(usage('late')))).to.deep.equal([]);
     expect(recorder.pending).to.equal(1);
+  });
+
+  it("the gateway's recorder waits RECORDS_FLUSH_MS (250 by default) after the first record before it writes", async () => {
+    for (const [env, ms] of [[{}, 250], [{ RECORDS_FLUSH_MS: '40' }, 40]] as const) {
+      const gw = await startTestGateway({ env });
+      try {
+        const { recorder } = gw.services;
+        expect(timersMadeBy(() => recorder.recordUsage(usage(`r${ms}`)))).to.deep.equal([`timeout ${ms}`]);
+        if (ms === 40) {
+          // written by that timer: the row is in the store once it fired
+          await sleep(120);
+          expect(recorder.pending).to.equal(0);
+          expect((await gw.store.usage.byRequestId('r40')).map((r) => r.request_id)).to.deep.equal(['r40']);
+        }
+      } finally {
+        await gw.close();
+      }
+    }
   });
 });
