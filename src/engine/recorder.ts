@@ -21,7 +21,8 @@ export class Recorder {
   constructor(
     private readonly store: Store,
     private readonly logger: Logger,
-    private readonly intervalMs = 250,
+    /** The configuration's RECORDS_FLUSH_MS (src/config.ts holds the default). */
+    private readonly intervalMs: number,
     private readonly maxBatch = 1000,
   ) {}
 
