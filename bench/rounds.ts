@@ -18,13 +18,16 @@
  * marked at each of its measures' start and end, and each measure gets counts, during it and since the gateway's
  * measure before it, of V8's compilations, the optimised code marked for deoptimisation (for an object it embedded
  * that died, "weak objects", apart) and the mark-compacts (memory-reducing ones apart) (docs/PERFORMANCE.md, session 35: such a collection while the gateway sits idle between measures discards
- * optimised code that is compiled again in the next ones). --no-lead runs without the benchmark's warm-up of the
+ * optimised code that is compiled again in the next ones), and since session 48 the main thread's collection pauses
+ * (scavenges; mark-compacts with their incremental steps), during a measure also per stream or request: under a burst
+ * the gateway allocates about twice the bare proxy's memory a stream and its scavenges stop it longer (docs/PERFORMANCE.md,
+ * session 48). --no-lead runs without the benchmark's warm-up of the
  * streamed paths and its lead-ins (as before session 35). Loopback only; bounded by --rounds.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
@@ -36,14 +39,19 @@ const LEADS = SIZES.lead;
 /** The streamed measures printed round by round (bench/lib.ts's names), as this tool calls them; the others only run. */
 const SHOWN: Record<string, string> = { stream: 'burst', paced: 'together' };
 
-interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number }
+/**
+ * What V8 did in the gateway over a stretch of its trace: compilations, code marked for deoptimisation, mark-compacts
+ * (memory-reducing ones apart), and the main thread's collection pauses (scavenges, and mark-compacts with their
+ * incremental steps), as `--trace-gc` prints them.
+ */
+interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number; scavenges: number; scavengeMs: number; mcMs: number }
 /**
  * The trace cut at the marks `#### start <label>` and `#### end <label>`: per measure, what V8 did during it and
  * since the gateway's measure before it ended (while the other targets were measured, the gateway idle).
  */
-function v8ByMeasure(trace: string[]): Map<string, { before: V8Counts; during: V8Counts }> {
+export function v8ByMeasure(trace: string[]): Map<string, { before: V8Counts; during: V8Counts }> {
   const out = new Map<string, { before: V8Counts; during: V8Counts }>();
-  const zero = (): V8Counts => ({ compiled: 0, weak: 0, deopts: 0, mc: 0, reducing: 0 });
+  const zero = (): V8Counts => ({ compiled: 0, weak: 0, deopts: 0, mc: 0, reducing: 0, scavenges: 0, scavengeMs: 0, mcMs: 0 });
   let c = zero();
   let before = zero();
   for (const l of trace) {
@@ -59,17 +67,41 @@ function v8ByMeasure(trace: string[]): Map<string, { before: V8Counts; during: V
       if (l.includes('weak objects')) c.weak++;
     } else if (/ms: Mark-Compact \(reduce\)/.test(l)) {
       c.reducing++;
+      c.mcMs += gcPauseMs(l);
     } else if (/ms: Mark-Compact/.test(l)) {
       c.mc++;
+      c.mcMs += gcPauseMs(l);
+    } else if (/ms: Scavenge/.test(l)) {
+      c.scavenges++;
+      c.scavengeMs += gcPauseMs(l);
     }
   }
   return out;
 }
-const describe = (c: V8Counts) => `${c.compiled} compiled, ${c.deopts} marked for deoptimisation (${c.weak} for weak objects), ${c.mc} mark-compacts, ${c.reducing} reducing`;
+/**
+ * A `--trace-gc` line's pause of the main thread, in ms: `…, 2.04 / 0.00 ms …` (the pause, then the part of it in the
+ * embedder's collection callbacks), plus a mark-compact's incremental steps on the main thread before it (`(+ 10.8 ms in 37 steps …`).
+ */
+export function gcPauseMs(line: string): number {
+  const pause = /, ([\d.]+) \/ [\d.]+ ms/.exec(line);
+  const steps = /\(\+ ([\d.]+) ms in \d+ steps/.exec(line);
+  return (pause ? Number(pause[1]) : 0) + (steps ? Number(steps[1]) : 0);
+}
+
+/** `units`: the measure's streams or requests, for the collections' pause per unit (not given for the stretch before it). */
+const describe = (c: V8Counts, units?: [number, string]) => `${c.compiled} compiled, ${c.deopts} marked for deoptimisation (${c.weak} for weak objects), ${c.mc} mark-compacts, ${c.reducing} reducing; `
+  + `the main thread paused ${round(c.scavengeMs, 1)} ms by ${c.scavenges} scavenge${c.scavenges === 1 ? '' : 's'}, ${round(c.mcMs, 1)} ms by mark-compacts`
+  + (units && units[0] > 0 ? ` (${round(((c.scavengeMs + c.mcMs) * 1000) / units[0], 1)} µs a ${units[1]})` : '');
 
 async function main() {
   const traceFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gw-rounds-')), 'gateway-trace.log');
-  const mark = (what: 'start' | 'end', label: string) => { if (TRACE) fs.appendFileSync(traceFile, `#### ${what} ${label}\n`); };
+  /** The gateway's measures' units (streams or requests), by label: the collections' pause per unit. */
+  const units = new Map<string, [number, string]>();
+  const mark = (what: 'start' | 'end', label: string, n?: [number, string]) => {
+    if (!TRACE) return;
+    fs.appendFileSync(traceFile, `#### ${what} ${label}\n`);
+    if (n) units.set(label, n);
+  };
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const bare = await startTs('bench/bare-proxy.ts', [sim.match[1], '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const gw = await benchGateway('sqlite', {}, sim.match[1], TRACE ? ['--trace-opt', '--trace-deopt', '--trace-gc'] : [], undefined, undefined,
@@ -95,8 +127,8 @@ async function main() {
     for (const [who, url, key] of targets) {
       if (LEAD) await throughput(url, key, 64, LEADS.c64);
       if (who === 'gateway') mark('start', `round ${i} c64`);
-      await throughput(url, key, 64, 5);
-      if (who === 'gateway') mark('end', `round ${i} c64`);
+      const t = await throughput(url, key, 64, 5);
+      if (who === 'gateway') mark('end', `round ${i} c64`, [t.requests, 'request']);
     }
     for (const m of streamedMeasures(SIZES)) {
       const measure = SHOWN[m.name];
@@ -117,7 +149,7 @@ async function main() {
         const r = await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs, body), (x) => x.streams);
         const clientUs = Math.round(((u) => u.user + u.system)(process.cpuUsage(client0)) / r.streams);
         const simUs = Math.round((cpuUs(simPid) - sim0) / r.streams);
-        if (who === 'gateway') mark('end', `round ${i} ${measure}`);
+        if (who === 'gateway') mark('end', `round ${i} ${measure}`, [r.streams, 'stream']);
         const alone = who === 'direct' || who === 'usage'; // the simulator is the serving process
         const own = alone ? '' : `main thread ${r.cpuMainUs} µs, other threads ${r.cpuUs - r.cpuMainUs} µs, `;
         const all = clientUs + simUs + (alone ? 0 : r.cpuUs);
@@ -134,10 +166,10 @@ async function main() {
   if (TRACE) {
     const v8 = v8ByMeasure(fs.readFileSync(traceFile, 'utf8').split('\n'));
     console.log('\nV8 in the gateway, per measure (since its measure before / during it):');
-    for (const [label, { before, during }] of v8) console.log(`${label.padEnd(17)} before: ${describe(before)}\n${''.padEnd(17)} during: ${describe(during)}`);
+    for (const [label, { before, during }] of v8) console.log(`${label.padEnd(17)} before: ${describe(before)}\n${''.padEnd(17)} during: ${describe(during, units.get(label))}`);
     console.log(`\nV8's trace of the gateway: ${traceFile}`);
   }
   process.exit(0);
 }
 
-main().catch((err) => { console.error(err); process.exit(1); });
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(ROOT, 'bench/rounds.ts')) main().catch((err) => { console.error(err); process.exit(1); });
