@@ -42,7 +42,7 @@ const SHOWN: Record<string, string> = { stream: 'burst', paced: 'together' };
 /**
  * What V8 did in the gateway over a stretch of its trace: compilations, code marked for deoptimisation, mark-compacts
  * (memory-reducing ones apart), and the main thread's collection pauses (scavenges, and mark-compacts with their
- * incremental steps), as `--trace-gc` prints them.
+ * incremental steps, the memory-reducing ones' pauses counted with the others), as `--trace-gc` prints them.
  */
 interface V8Counts { compiled: number; weak: number; deopts: number; mc: number; reducing: number; scavenges: number; scavengeMs: number; mcMs: number }
 /**
@@ -90,7 +90,7 @@ export function gcPauseMs(line: string): number {
 
 /** `units`: the measure's streams or requests, for the collections' pause per unit (not given for the stretch before it). */
 const describe = (c: V8Counts, units?: [number, string]) => `${c.compiled} compiled, ${c.deopts} marked for deoptimisation (${c.weak} for weak objects), ${c.mc} mark-compacts, ${c.reducing} reducing; `
-  + `the main thread paused ${round(c.scavengeMs, 1)} ms by ${c.scavenges} scavenge${c.scavenges === 1 ? '' : 's'}, ${round(c.mcMs, 1)} ms by mark-compacts`
+  + `the main thread paused ${round(c.scavengeMs, 1)} ms by ${c.scavenges} scavenge${c.scavenges === 1 ? '' : 's'}, ${round(c.mcMs, 1)} ms by mark-compacts (reducing ones included)`
   + (units && units[0] > 0 ? ` (${round(((c.scavengeMs + c.mcMs) * 1000) / units[0], 1)} µs a ${units[1]})` : '');
 
 async function main() {
