@@ -14,6 +14,8 @@ import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The module at `moduleUrl` (its `import.meta.url`) is the script node was started with: a tool's `main` runs only then, so tests can import its helpers. */
+export const isEntryPoint = (moduleUrl: string): boolean => !!process.argv[1] && fileURLToPath(moduleUrl) === path.resolve(process.argv[1]);
 export const MODEL = 'sim/echo';
 /** 20 chunks sent as fast as the upstream can write them: the gateway's cost per stream under saturation. */
 export const STREAM_MODEL = 'sim/chunks-20';

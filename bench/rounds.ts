@@ -27,7 +27,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, ROOT, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, isEntryPoint, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
@@ -172,4 +172,4 @@ async function main() {
   process.exit(0);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(ROOT, 'bench/rounds.ts')) main().catch((err) => { console.error(err); process.exit(1); });
+if (isEntryPoint(import.meta.url)) main().catch((err) => { console.error(err); process.exit(1); });

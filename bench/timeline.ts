@@ -36,7 +36,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, build, children, dispatcher, formatTable, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, build, children, dispatcher, formatTable, isEntryPoint, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -327,7 +327,7 @@ async function main() {
   process.exit(0);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(ROOT, 'bench/timeline.ts')) {
+if (isEntryPoint(import.meta.url)) {
   main().catch((err) => {
     console.error(err);
     for (const c of children) c.kill('SIGTERM');
