@@ -259,9 +259,12 @@ export async function spreadStart(i: number, concurrency: number, spreadMs: numb
 /**
  * Streams at a fixed concurrency: time to first body byte and total, per request. `spreadMs`: the workers' first
  * requests are spread evenly over that long (worker i starts i·spreadMs/concurrency ms late) instead of all at
- * once. Streams of equal length started together stay together: each worker's next request follows its last one,
- * so the `concurrency` requests keep arriving within the same millisecond, stream after stream (docs/PERFORMANCE.md,
- * session 9).
+ * once. Each worker's next request follows its last stream, so streams started together stay together only as long
+ * as their lengths agree: a paced stream ends with its last chunk, and the workers' starts drift apart by the
+ * differences, stream after stream. In `npm run bench:timeline -- --together` (session 50, two runs) a round's first
+ * wave of 16 paced requests was made within 0.3–1.4 ms, its 2nd to 5th within 9–20 ms and the later ones within
+ * 15–31 ms (medians; the simulator straight drifting least): after the first waves the 16 arrive one every 1–2 ms, not
+ * within the same millisecond as session 9 had it.
  */
 export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0, body = chatBody(model, true)) {
   const ttfb: number[] = [];

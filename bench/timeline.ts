@@ -26,7 +26,10 @@
  * -> the client's first byte), and the client's TTFB. Rounds straight to the simulator give the direct TTFB, so
  * the table shows what each adds, as the benchmark does. The simulator is preloaded too, and each upstream request
  * carries its stream's number in a header, so the upstream step splits into the way to the simulator, the
- * simulator's own work and the way back. `--dump <file>`: every stream's marks as JSON, for a closer look.
+ * simulator's own work and the way back. A second table gives the waves (requests of a round made less than 50 ms
+ * apart, wavesOf): a round's first, whose 16 requests leave at once, its 2nd to 5th and the later ones, with how far
+ * apart each wave's requests were made and their streams' TTFB, for each target: the streams drift apart from wave to
+ * wave (session 50). `--dump <file>`: every stream's marks as JSON, for a closer look.
  * `--spread`: the same for the benchmark's paced streams with their starts spread over one stream's length (worker i
  * starts i/16 of 200 ms late; each worker's next request follows its last, as in the benchmark).
  * `--burst`: the same for the benchmark's burst streams (the simulator writing its 20 chunks at once, 16 at a time,
@@ -108,6 +111,54 @@ export function tracesOf(marks: Mark[], client: Map<number, ClientTimes>, steps:
   return { streams, dropped };
 }
 
+/**
+ * A wave of the paced streams (`--together`): requests of one round made one after another with less than `gapUs`
+ * between two of them. `position`: its place in the round (0: the round's first, whose 16 requests are made at
+ * once); `span`: from its first request to its last (µs); `ttfb`: its streams' client TTFBs (µs).
+ */
+export interface Wave { position: number; span: number; ttfb: number[] }
+
+/** A paced stream lasts ~210 ms, so a worker's next request comes ~210 ms after its last: a gap this long ends a wave. */
+export const WAVE_GAP_US = 50_000;
+
+/**
+ * One round's waves, from the client's times: its requests in the order they were made, a new wave wherever
+ * `gapUs` passed without one. The benchmark starts the 16 workers together and each worker's next request follows its
+ * last stream, so the waves are "16 started together" only while the streams' lengths agree: each stream ends when its
+ * last chunk has come, and the starts drift apart by those differences, round after round (docs/PERFORMANCE.md,
+ * session 50).
+ */
+export function wavesOf(client: Map<number, ClientTimes>, gapUs = WAVE_GAP_US): Wave[] {
+  const times = [...client.values()].sort((a, b) => a.sent - b.sent);
+  const waves: Wave[] = [];
+  let cur: ClientTimes[] = [];
+  const close = () => {
+    if (cur.length) waves.push({ position: waves.length, span: cur[cur.length - 1].sent - cur[0].sent, ttfb: cur.map((c) => c.first - c.sent) });
+    cur = [];
+  };
+  for (const c of times) {
+    if (cur.length && c.sent - cur[cur.length - 1].sent > gapUs) close();
+    cur.push(c);
+  }
+  close();
+  return waves;
+}
+
+/** The waves grouped by their place in the round: how many, their spans' median and their streams' TTFB median (µs). */
+export function waveGroups(waves: Wave[]): Array<{ group: string; waves: number; spanP50: number; ttfbP50: number }> {
+  const groups: Array<[string, (p: number) => boolean]> = [
+    ["a round's first wave", (p) => p === 0],
+    ['its 2nd to 5th', (p) => p >= 1 && p <= 4],
+    ['its 6th on', (p) => p >= 5],
+  ];
+  return groups.map(([group, has]) => {
+    const ws = waves.filter((w) => has(w.position));
+    const spans = ws.map((w) => w.span).sort((a, b) => a - b);
+    const ttfb = ws.flatMap((w) => w.ttfb).sort((a, b) => a - b);
+    return { group, waves: ws.length, spanP50: ws.length ? pct(spans, 50) : NaN, ttfbP50: ws.length ? pct(ttfb, 50) : NaN };
+  });
+}
+
 const TOGETHER_PHASES: Array<[string, TraceStep, TraceStep]> = [
   ['the client to the process', 'client', 'arrived'],
   ['before the call', 'arrived', 'called'],
@@ -186,6 +237,8 @@ interface Target {
   traces: Array<Record<TraceStep, number>>;
   ttfb: number[];
   dropped: number;
+  /** `--together`: each round's waves (wavesOf). */
+  waves: Wave[];
 }
 
 async function main() {
@@ -207,11 +260,11 @@ async function main() {
     const base = arg('--base') === undefined ? undefined : build(arg('--base'), 'timeline');
     if (base) builds.unshift(base);
     const targets: Target[] = [
-      ...builds.map((b) => ({ label: base ? b.label : 'gateway', build: b, streams: [], traces: [], ttfb: [], dropped: 0 })),
-      { label: 'bare proxy', streams: [], traces: [], ttfb: [], dropped: 0 },
+      ...builds.map((b) => ({ label: base ? b.label : 'gateway', build: b, streams: [], traces: [], ttfb: [], dropped: 0, waves: [] })),
+      { label: 'bare proxy', streams: [], traces: [], ttfb: [], dropped: 0, waves: [] },
     ];
     /** `--together`: the simulator straight, its own marks (preloaded) and the client's. */
-    const direct: Target = { label: 'direct', streams: [], traces: [], ttfb: [], dropped: 0 };
+    const direct: Target = { label: 'direct', streams: [], traces: [], ttfb: [], dropped: 0, waves: [] };
     let seq = 0;
 
     const out = path.join(dir, 'marks.json');
@@ -259,6 +312,7 @@ async function main() {
         direct.traces.push(...streams);
         direct.dropped += dropped;
         direct.ttfb.push(res.ttfbP50);
+        direct.waves.push(...wavesOf(res.client));
         log(`round ${r}/${ROUNDS} direct: TTFB p50 ${res.ttfbP50} ms, inside p50 ${quartiles(streams, 'arrived', 'wrote').p50} µs, errors ${res.errors}`);
       }
       for (const t of order) {
@@ -282,6 +336,7 @@ async function main() {
           const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
           t.traces.push(...streams);
           t.dropped += dropped;
+          t.waves.push(...wavesOf(res.client));
           inside = quartiles(streams, 'arrived', 'wrote').p50;
         } else {
           const { streams, dropped } = streamsOf(marks[0]);
@@ -314,6 +369,15 @@ async function main() {
       rows.push(['added TTFB over direct, medians (ms)', ...targets.map((t) => String(round(median(t.ttfb) - d, 3))), '–', '']);
     }
     console.log(formatTable(rows));
+    if (TOGETHER && !BURST && !SPREAD) {
+      // How together the 16 were: the round's first wave is; the later ones drift apart (wavesOf).
+      const groups = shown.map((t) => waveGroups(t.waves));
+      const wrows = [['waves (requests < 50 ms apart): count, span p50 ms, client TTFB p50 ms', ...shown.map((t) => t.label)]];
+      for (let g = 0; g < groups[0].length; g++) {
+        wrows.push([groups[0][g].group, ...groups.map((gs) => (gs[g].waves ? `${gs[g].waves}, ${round(gs[g].spanP50 / 1000, 1)}, ${round(gs[g].ttfbP50 / 1000, 3)}` : '0'))]);
+      }
+      console.log(`\n${formatTable(wrows)}`);
+    }
     const dump = arg('--dump');
     // keyed by column, numbered: `--base HEAD --head HEAD` gives two columns one label
     if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t, i) => [`${i + 1} ${t.label}`, TOGETHER ? t.traces : t.streams]))));

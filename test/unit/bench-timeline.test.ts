@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { startSimulator, type Simulator } from '../support/simulator.js';
-import { quartiles, streamsOf, tracesOf, type ClientTimes, type Mark } from '../../bench/timeline.js';
+import { quartiles, streamsOf, tracesOf, waveGroups, wavesOf, type ClientTimes, type Mark } from '../../bench/timeline.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -61,6 +61,40 @@ describe('bench:timeline', () => {
       // the simulator straight has only its arrival and first write
       const direct = tracesOf([['arrived', 100, 1], ['wrote', 140, 1]], new Map([[1, { sent: 50, first: 180 }]]), ['client', 'arrived', 'wrote', 'first']);
       expect(direct.streams).to.deep.equal([{ arrived: 100, wrote: 140, client: 50, first: 180 }]);
+    });
+  });
+
+  describe('wavesOf and waveGroups (--together)', () => {
+    it('splits a round into waves where 50 ms pass without a request, in order, and groups them by place in the round', () => {
+      // three requests made at once, then two 210 ms later 3 ms apart, then one 210 ms after that; the map out of order
+      const client = new Map<number, ClientTimes>([
+        [4, { sent: 213_000, first: 215_500 }],
+        [1, { sent: 0, first: 1_000 }],
+        [6, { sent: 423_000, first: 424_200 }],
+        [2, { sent: 100, first: 2_100 }],
+        [3, { sent: 300, first: 3_300 }],
+        [5, { sent: 210_000, first: 212_000 }],
+      ]);
+      const waves = wavesOf(client);
+      expect(waves).to.deep.equal([
+        { position: 0, span: 300, ttfb: [1_000, 2_000, 3_000] },
+        { position: 1, span: 3_000, ttfb: [2_000, 2_500] },
+        { position: 2, span: 0, ttfb: [1_200] },
+      ]);
+      // a gap of exactly the limit keeps the wave; one µs more ends it
+      expect(wavesOf(new Map([[1, { sent: 0, first: 5 }], [2, { sent: 50_000, first: 50_005 }]]))).to.have.length(1);
+      expect(wavesOf(new Map([[1, { sent: 0, first: 5 }], [2, { sent: 50_001, first: 50_006 }]]))).to.have.length(2);
+
+      // two rounds' waves together, as the tool keeps them: positions restart with each round
+      const later = Array.from({ length: 6 }, (_, i) => ({ position: i, span: 10_000 * (i + 1), ttfb: [1_000 * (i + 1)] }));
+      expect(waveGroups([...waves, ...later])).to.deep.equal([
+        { group: "a round's first wave", waves: 2, spanP50: 10_000, ttfbP50: 2_000 }, // spans 300 and 10,000; TTFBs 1, 1, 2 and 3 ms
+        { group: 'its 2nd to 5th', waves: 6, spanP50: 30_000, ttfbP50: 2_500 }, // spans 0, 3,000, 20,000 to 50,000
+        { group: 'its 6th on', waves: 1, spanP50: 60_000, ttfbP50: 6_000 },
+      ]);
+      const none = waveGroups(waves)[2];
+      expect(none.waves).to.equal(0);
+      expect(none.spanP50).to.be.NaN;
     });
   });
 
