@@ -53,6 +53,20 @@ describe('unit: SSE reader', () => {
     for (const size of [1, 3, 7]) expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(want);
   });
 
+  it('a one-line event (`data: …` and its blank line) is the same event as the general rule gives, beside events named, with an id or of many lines', async () => {
+    const text = 'data: 1\n\nevent: e\ndata: 2\n\ndata: 3\ndata: 4\n\ndata: 5\n\nid: 9\ndata: 6\n\ndata: 7\n\n';
+    const want = [
+      { event: undefined, data: '1' }, { event: 'e', data: '2' }, { event: undefined, data: '3\n4' }, { event: undefined, data: '5' },
+      // the last event id stays for the events after it
+      { event: undefined, data: '6', id: '9' }, { event: undefined, data: '7', id: '9' },
+    ];
+    expect(await collect([text])).to.deep.equal(want);
+    const bytes = new TextEncoder().encode(text);
+    for (const size of [1, 2, 8, 9, 10]) expect(await collect(split(bytes, size)), `chunks of ${size}`).to.deep.equal(want);
+    // the same value as the general rule: a line's value up to its LF, the blank line stepped over
+    expect(await collect(['data: a b \n\ndata: c\r\n\r\n'])).to.deep.equal([{ event: undefined, data: 'a b ' }, { event: undefined, data: 'c' }]);
+  });
+
   it('treats a lone CR as a line end', async () => {
     expect(await collect(['data: x\r\rdata: y\r', '\r'])).to.deep.equal([{ event: undefined, data: 'x' }, { event: undefined, data: 'y' }]);
   });
