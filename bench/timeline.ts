@@ -125,7 +125,7 @@ export const WAVE_GAP_US = 50_000;
  * One round's waves, from the client's times: its requests in the order they were made, a new wave wherever
  * `gapUs` passed without one. The benchmark starts the 16 workers together and each worker's next request follows its
  * last stream, so the waves are "16 started together" only while the streams' lengths agree: each stream ends when its
- * last chunk has come, and the starts drift apart by those differences, round after round (docs/PERFORMANCE.md,
+ * last chunk has come, and the starts drift apart by those differences, wave after wave (docs/PERFORMANCE.md,
  * session 50).
  */
 export function wavesOf(client: Map<number, ClientTimes>, gapUs = WAVE_GAP_US): Wave[] {
