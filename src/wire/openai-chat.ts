@@ -6,6 +6,8 @@ import { uuid4 } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { spread } from '../spread.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, ResponseFormat, ToolChoice, ToolDef, Usage } from '../engine/types.js';
+import { jsonString } from './json-text.js';
+import { PLAIN_MIN } from '../json-body.js';
 
 /** Body fields the internal request names; anything else is `extra` (passed through to OpenAI-compatible upstreams). */
 const KNOWN = new Set(['model', 'messages', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'temperature', 'top_p',
@@ -126,6 +128,73 @@ export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWir
   }
   for (const k of opts.exclude) delete body[k];
   return body;
+}
+
+/** A number as JSON.stringify writes it (a string, a boolean or anything else: undefined). */
+const numberJson = (v: unknown): string | undefined => (typeof v !== 'number' ? undefined : Number.isFinite(v) ? String(v) : 'null');
+
+/**
+ * `JSON.stringify(toOpenAIRequest(req, model, opts))`'s text for the usual request, written from its known shape:
+ * no pass-through fields, no tools, tool choice or response format, nothing excluded, messages of a role and a string
+ * (and a name), the sampling fields numbers, `stop` strings, `logprobs` a boolean and `user` a string, no string of
+ * PLAIN_MIN characters or more (jsonBody writes those into the body's bytes: src/json-body.ts). Anything else is
+ * undefined, and the caller serialises the object. JSON.stringify walks the object in V8's runtime: ~10,000
+ * instructions for a one-message request in a loop, ~22,000 in the gateway by `npm run bench:instructions`. The
+ * keys are toOpenAIRequest's, in its order; the text is the same (test/unit/openai-request-json.test.ts).
+ */
+export function openAIRequestJson(req: ChatRequest, model: string, opts: OpenAIWireOptions): string | undefined {
+  for (const _ in req.extra) return undefined;
+  if (req.tools?.length || req.toolChoice !== undefined || req.responseFormat || opts.exclude.length) return undefined;
+  let messages = '';
+  for (const m of req.messages) {
+    const { role, content, name } = m;
+    if (typeof role !== 'string' || typeof content !== 'string' || content.length >= PLAIN_MIN || m.toolCalls?.length || role === 'tool') return undefined;
+    let named = '';
+    if (name) {
+      if (typeof name !== 'string') return undefined;
+      named = `,"name":${jsonString(name)}`;
+    }
+    messages += `${messages ? ',' : ''}{"role":${jsonString(role)},"content":${jsonString(content)}${named}}`;
+  }
+  let tail = '';
+  const numbers: Array<[string, unknown]> = [['temperature', req.temperature], ['top_p', req.topP], [opts.maxTokensField, req.maxTokens], ['n', req.n]];
+  for (const [key, v] of numbers) {
+    if (v === undefined) continue;
+    const text = numberJson(v);
+    if (text === undefined) return undefined;
+    tail += `,"${key}":${text}`;
+  }
+  if (req.stop !== undefined) {
+    if (!Array.isArray(req.stop)) return undefined;
+    let stop = '';
+    for (const s of req.stop) {
+      if (typeof s !== 'string' || s.length >= PLAIN_MIN) return undefined;
+      stop += `${stop ? ',' : ''}${jsonString(s)}`;
+    }
+    tail += `,"stop":[${stop}]`;
+  }
+  if (req.seed !== undefined) {
+    const text = numberJson(req.seed);
+    if (text === undefined) return undefined;
+    tail += `,"seed":${text}`;
+  }
+  if (req.logprobs !== undefined) {
+    if (typeof req.logprobs !== 'boolean') return undefined;
+    tail += `,"logprobs":${req.logprobs}`;
+  }
+  const more: Array<[string, unknown]> = [['top_logprobs', req.topLogprobs], ['frequency_penalty', req.frequencyPenalty], ['presence_penalty', req.presencePenalty]];
+  for (const [key, v] of more) {
+    if (v === undefined) continue;
+    const text = numberJson(v);
+    if (text === undefined) return undefined;
+    tail += `,"${key}":${text}`;
+  }
+  if (req.user !== undefined) {
+    if (typeof req.user !== 'string' || req.user.length >= PLAIN_MIN) return undefined;
+    tail += `,"user":${jsonString(req.user)}`;
+  }
+  if (req.stream) tail += ',"stream":true,"stream_options":{"include_usage":true}';
+  return `{"model":${jsonString(model)},"messages":[${messages}]${tail}}`;
 }
 
 // ---- OpenAI wire -> internal (upstream answers) ----

@@ -4,7 +4,7 @@
  */
 import { send, readJson, upstreamUrl, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
-import { fromOpenAIResponse, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
+import { fromOpenAIResponse, openAIRequestJson, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, withStream, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
@@ -42,7 +42,8 @@ function cachedHeaders(cache: Map<string, Record<string, string>>, target: Targe
 
 export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAdapter {
   const wire: OpenAIWireOptions = { maxTokensField: opts.maxTokensField ?? 'max_tokens', exclude: opts.exclude ?? [] };
-  const body = (req: ChatRequest, target: Target) => jsonBody(toOpenAIRequest(req, target.upstreamModel, wire));
+  // the usual request's JSON written from its shape, else the object serialised (openAIRequestJson)
+  const body = (req: ChatRequest, target: Target) => openAIRequestJson(req, target.upstreamModel, wire) ?? jsonBody(toOpenAIRequest(req, target.upstreamModel, wire));
   const jsonHeaders = new Map<string, Record<string, string>>();
   const streamHeaders = new Map<string, Record<string, string>>();
 
