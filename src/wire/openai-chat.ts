@@ -132,6 +132,20 @@ export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWir
 
 /** A number as JSON.stringify writes it (a string, a boolean or anything else: undefined). */
 const numberJson = (v: unknown): string | undefined => (typeof v !== 'number' ? undefined : Number.isFinite(v) ? String(v) : 'null');
+const booleanJson = (v: unknown): string | undefined => (typeof v === 'boolean' ? String(v) : undefined);
+/** A string shorter than PLAIN_MIN as JSON (longer ones are jsonBody's: src/json-body.ts). */
+const shortStringJson = (v: unknown): string | undefined => (typeof v === 'string' && v.length < PLAIN_MIN ? jsonString(v) : undefined);
+/** `stop`: an array of short strings. */
+function stopJson(v: unknown): string | undefined {
+  if (!Array.isArray(v)) return undefined;
+  let out = '';
+  for (const s of v) {
+    const text = shortStringJson(s);
+    if (text === undefined) return undefined;
+    out += out ? `,${text}` : text;
+  }
+  return `[${out}]`;
+}
 
 /**
  * `JSON.stringify(toOpenAIRequest(req, model, opts))`'s text for the usual request, written from its known shape:
@@ -156,42 +170,19 @@ export function openAIRequestJson(req: ChatRequest, model: string, opts: OpenAIW
     }
     messages += `${messages ? ',' : ''}{"role":${jsonString(role)},"content":${jsonString(content)}${named}}`;
   }
+  // toOpenAIRequest's sampling fields, in its order, each as JSON.stringify writes it (undefined: not of the usual kind)
+  const fields: Array<[string, unknown, (v: unknown) => string | undefined]> = [
+    ['temperature', req.temperature, numberJson], ['top_p', req.topP, numberJson], [opts.maxTokensField, req.maxTokens, numberJson],
+    ['n', req.n, numberJson], ['stop', req.stop, stopJson], ['seed', req.seed, numberJson], ['logprobs', req.logprobs, booleanJson],
+    ['top_logprobs', req.topLogprobs, numberJson], ['frequency_penalty', req.frequencyPenalty, numberJson],
+    ['presence_penalty', req.presencePenalty, numberJson], ['user', req.user, shortStringJson],
+  ];
   let tail = '';
-  const numbers: Array<[string, unknown]> = [['temperature', req.temperature], ['top_p', req.topP], [opts.maxTokensField, req.maxTokens], ['n', req.n]];
-  for (const [key, v] of numbers) {
+  for (const [key, v, json] of fields) {
     if (v === undefined) continue;
-    const text = numberJson(v);
+    const text = json(v);
     if (text === undefined) return undefined;
     tail += `,"${key}":${text}`;
-  }
-  if (req.stop !== undefined) {
-    if (!Array.isArray(req.stop)) return undefined;
-    let stop = '';
-    for (const s of req.stop) {
-      if (typeof s !== 'string' || s.length >= PLAIN_MIN) return undefined;
-      stop += `${stop ? ',' : ''}${jsonString(s)}`;
-    }
-    tail += `,"stop":[${stop}]`;
-  }
-  if (req.seed !== undefined) {
-    const text = numberJson(req.seed);
-    if (text === undefined) return undefined;
-    tail += `,"seed":${text}`;
-  }
-  if (req.logprobs !== undefined) {
-    if (typeof req.logprobs !== 'boolean') return undefined;
-    tail += `,"logprobs":${req.logprobs}`;
-  }
-  const more: Array<[string, unknown]> = [['top_logprobs', req.topLogprobs], ['frequency_penalty', req.frequencyPenalty], ['presence_penalty', req.presencePenalty]];
-  for (const [key, v] of more) {
-    if (v === undefined) continue;
-    const text = numberJson(v);
-    if (text === undefined) return undefined;
-    tail += `,"${key}":${text}`;
-  }
-  if (req.user !== undefined) {
-    if (typeof req.user !== 'string' || req.user.length >= PLAIN_MIN) return undefined;
-    tail += `,"user":${jsonString(req.user)}`;
   }
   if (req.stream) tail += ',"stream":true,"stream_options":{"include_usage":true}';
   return `{"model":${jsonString(model)},"messages":[${messages}]${tail}}`;

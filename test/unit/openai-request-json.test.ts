@@ -66,6 +66,7 @@ describe('unit: openAIRequestJson (the usual upstream request without JSON.strin
       { messages: [{ role: 'assistant', content: null }] },
       { messages: [user('x'.repeat(PLAIN_MIN))] },
       { messages: [user('hi')], user: 'u'.repeat(PLAIN_MIN) },
+      { messages: [user('hi')], stop: ['end', 's'.repeat(PLAIN_MIN)] },
     ];
     for (const body of others) for (const [template] of both(body)) expect(template, JSON.stringify(body).slice(0, 120)).to.equal(undefined);
     // a parameter this upstream drops: the object's own path deletes it
