@@ -56,6 +56,9 @@ export function isAscii(text: string): boolean {
 }
 const NOT_ASCII = /[^\x00-\x7f]/;
 
+/** A number as JSON.stringify writes it; undefined for anything that is not a number. */
+export const jsonNumber = (v: unknown): string | undefined => (typeof v !== 'number' ? undefined : Number.isFinite(v) ? String(v) : 'null');
+
 /** A choice's index: almost always 0. */
 export function jsonIndex(index: number): string {
   return index === 0 ? '0' : JSON.stringify(index);

@@ -6,7 +6,7 @@ import { uuid4 } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { spread } from '../spread.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, ResponseFormat, ToolChoice, ToolDef, Usage } from '../engine/types.js';
-import { jsonString } from './json-text.js';
+import { jsonNumber, jsonString } from './json-text.js';
 import { PLAIN_MIN } from '../json-body.js';
 
 /** Body fields the internal request names; anything else is `extra` (passed through to OpenAI-compatible upstreams). */
@@ -102,36 +102,6 @@ export interface OpenAIWireOptions {
   exclude: string[];
 }
 
-export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWireOptions): Record<string, unknown> {
-  // (built by assignment, not `{ ...req.extra, model, messages }`: src/spread.ts)
-  const body = spread(req.extra);
-  body.model = model;
-  body.messages = wireMessages(req.messages);
-  if (req.tools?.length) body.tools = req.tools.map((t) => ({ type: 'function', function: strip({ name: t.name, description: t.description, parameters: t.parameters, strict: t.strict }) }));
-  if (req.toolChoice !== undefined) body.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
-  if (req.parallelToolCalls !== undefined && req.tools?.length) body.parallel_tool_calls = req.parallelToolCalls;
-  if (req.responseFormat) {
-    const rf = req.responseFormat;
-    body.response_format = rf.type === 'json_schema' ? { type: 'json_schema', json_schema: strip({ name: rf.name, schema: rf.schema, strict: rf.strict, description: rf.description }) } : { type: rf.type };
-  }
-  Object.assign(body, strip({
-    temperature: req.temperature, top_p: req.topP, [opts.maxTokensField]: req.maxTokens, n: req.n, stop: req.stop, seed: req.seed,
-    logprobs: req.logprobs, top_logprobs: req.topLogprobs, frequency_penalty: req.frequencyPenalty, presence_penalty: req.presencePenalty,
-    user: req.user,
-  }));
-  if (req.stream) {
-    body.stream = true;
-    // Always ask for usage so the gateway can bill a stream; the chunk is stripped if the client did not ask.
-    const options = spread(req.extra.stream_options as object | undefined);
-    options.include_usage = true;
-    body.stream_options = options;
-  }
-  for (const k of opts.exclude) delete body[k];
-  return body;
-}
-
-/** A number as JSON.stringify writes it (a string, a boolean or anything else: undefined). */
-const numberJson = (v: unknown): string | undefined => (typeof v !== 'number' ? undefined : Number.isFinite(v) ? String(v) : 'null');
 const booleanJson = (v: unknown): string | undefined => (typeof v === 'boolean' ? String(v) : undefined);
 /** A string shorter than PLAIN_MIN as JSON (longer ones are jsonBody's: src/json-body.ts). */
 const shortStringJson = (v: unknown): string | undefined => (typeof v === 'string' && v.length < PLAIN_MIN ? jsonString(v) : undefined);
@@ -145,6 +115,46 @@ function stopJson(v: unknown): string | undefined {
     out += out ? `,${text}` : text;
   }
   return `[${out}]`;
+}
+
+/**
+ * The sampling fields an OpenAI-compatible request carries, in the order toOpenAIRequest writes them (those the request
+ * leaves undefined are left out): the wire key (null: the upstream's token-limit field, `maxTokensField`), the value,
+ * and how openAIRequestJson writes the usual kind of it (undefined: not the usual kind).
+ */
+const SAMPLING: ReadonlyArray<readonly [string | null, (r: ChatRequest) => unknown, (v: unknown) => string | undefined]> = [
+  ['temperature', (r) => r.temperature, jsonNumber], ['top_p', (r) => r.topP, jsonNumber], [null, (r) => r.maxTokens, jsonNumber],
+  ['n', (r) => r.n, jsonNumber], ['stop', (r) => r.stop, stopJson], ['seed', (r) => r.seed, jsonNumber],
+  ['logprobs', (r) => r.logprobs, booleanJson], ['top_logprobs', (r) => r.topLogprobs, jsonNumber],
+  ['frequency_penalty', (r) => r.frequencyPenalty, jsonNumber], ['presence_penalty', (r) => r.presencePenalty, jsonNumber],
+  ['user', (r) => r.user, shortStringJson],
+];
+
+export function toOpenAIRequest(req: ChatRequest, model: string, opts: OpenAIWireOptions): Record<string, unknown> {
+  // (built by assignment, not `{ ...req.extra, model, messages }`: src/spread.ts)
+  const body = spread(req.extra);
+  body.model = model;
+  body.messages = wireMessages(req.messages);
+  if (req.tools?.length) body.tools = req.tools.map((t) => ({ type: 'function', function: strip({ name: t.name, description: t.description, parameters: t.parameters, strict: t.strict }) }));
+  if (req.toolChoice !== undefined) body.tool_choice = typeof req.toolChoice === 'string' ? req.toolChoice : { type: 'function', function: { name: req.toolChoice.name } };
+  if (req.parallelToolCalls !== undefined && req.tools?.length) body.parallel_tool_calls = req.parallelToolCalls;
+  if (req.responseFormat) {
+    const rf = req.responseFormat;
+    body.response_format = rf.type === 'json_schema' ? { type: 'json_schema', json_schema: strip({ name: rf.name, schema: rf.schema, strict: rf.strict, description: rf.description }) } : { type: rf.type };
+  }
+  for (const [key, value] of SAMPLING) {
+    const v = value(req);
+    if (v !== undefined) body[key ?? opts.maxTokensField] = v;
+  }
+  if (req.stream) {
+    body.stream = true;
+    // Always ask for usage so the gateway can bill a stream; the chunk is stripped if the client did not ask.
+    const options = spread(req.extra.stream_options as object | undefined);
+    options.include_usage = true;
+    body.stream_options = options;
+  }
+  for (const k of opts.exclude) delete body[k];
+  return body;
 }
 
 /**
@@ -170,19 +180,13 @@ export function openAIRequestJson(req: ChatRequest, model: string, opts: OpenAIW
     }
     messages += `${messages ? ',' : ''}{"role":${jsonString(role)},"content":${jsonString(content)}${named}}`;
   }
-  // toOpenAIRequest's sampling fields, in its order, each as JSON.stringify writes it (undefined: not of the usual kind)
-  const fields: Array<[string, unknown, (v: unknown) => string | undefined]> = [
-    ['temperature', req.temperature, numberJson], ['top_p', req.topP, numberJson], [opts.maxTokensField, req.maxTokens, numberJson],
-    ['n', req.n, numberJson], ['stop', req.stop, stopJson], ['seed', req.seed, numberJson], ['logprobs', req.logprobs, booleanJson],
-    ['top_logprobs', req.topLogprobs, numberJson], ['frequency_penalty', req.frequencyPenalty, numberJson],
-    ['presence_penalty', req.presencePenalty, numberJson], ['user', req.user, shortStringJson],
-  ];
   let tail = '';
-  for (const [key, v, json] of fields) {
+  for (const [key, value, json] of SAMPLING) {
+    const v = value(req);
     if (v === undefined) continue;
     const text = json(v);
     if (text === undefined) return undefined;
-    tail += `,"${key}":${text}`;
+    tail += `,"${key ?? opts.maxTokensField}":${text}`;
   }
   if (req.stream) tail += ',"stream":true,"stream_options":{"include_usage":true}';
   return `{"model":${jsonString(model)},"messages":[${messages}]${tail}}`;

@@ -6,7 +6,7 @@
  */
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
-import { PLAIN_ASCII, flat, jsonIndex, jsonString, literalOf, textKind } from './json-text.js';
+import { PLAIN_ASCII, flat, jsonIndex, jsonNumber, jsonString, literalOf, textKind } from './json-text.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -43,8 +43,6 @@ export function toCompletion(result: ChatResult, model: string, gatewayUsage: un
 
 type Completion = ReturnType<typeof toCompletion>;
 
-/** A number as JSON.stringify writes it; undefined for anything that is not a number. */
-const jsonNumber = (v: unknown): string | undefined => (typeof v !== 'number' ? undefined : Number.isFinite(v) ? String(v) : 'null');
 /** A string or null as JSON.stringify writes it; undefined for anything else. */
 const jsonStringOrNull = (v: unknown): string | undefined => (v === null ? 'null' : typeof v === 'string' ? jsonString(v) : undefined);
 

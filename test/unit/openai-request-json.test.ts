@@ -44,6 +44,10 @@ describe('unit: openAIRequestJson (the usual upstream request without JSON.strin
       },
       { messages: [user('more')], temperature: 1e-7, max_tokens: 1e21, stop: ['a', 'b "c"'], logprobs: false, user: 'ü', stream_options: { include_usage: true } },
     ];
+    // the sampling fields' keys and order, pinned (both serialisations read them from one table)
+    const [, , [allFields]] = both(bodies[5]);
+    expect(allFields).to.equal('{"model":"upstream-model","messages":[{"role":"user","content":"all the fields"}],"temperature":0.7,"top_p":1,'
+      + '"max_completion_tokens":100,"n":2,"stop":["END"],"seed":42,"logprobs":true,"top_logprobs":3,"frequency_penalty":-0.5,"presence_penalty":0,"user":"u-1"}');
     let written = 0;
     for (const body of bodies) {
       for (const [template, stringified] of both(body)) {
