@@ -12,9 +12,10 @@
  *      as the upstream can (burst: every process busy, so it measures the gateway's CPU per stream) and sent
  *      10 ms apart as a model writes (paced: the latency a reader sees), paced twice: with the 16 streams'
  *      starts spread over one stream's length (16 streams open at any moment, arriving one at a time) and with
- *      all 16 started together (they then keep arriving together, 16 requests within a millisecond, stream after
- *      stream); and one stream at a time (the time to first byte with nothing else running: the gateway's own
- *      path to the first byte); the burst also straight to the simulator with `stream_options.include_usage`, as the
+ *      all 16 started together (together in a round's first wave; the workers' starts then drift apart, and from
+ *      its sixth wave on the 16 requests come one every 1–2 ms: bench/lib.ts streaming(), session 50); and one stream
+ *      at a time (the time to first byte with nothing else running: the gateway's own path to the first byte);
+ *      the burst also straight to the simulator with `stream_options.include_usage`, as the
  *      gateway asks it upstream to bill a stream (the simulator then writes a usage field in every chunk and a usage
  *      chunk more: on 2 cores shared by all three processes, its extra work is part of the gateway's burst figure,
  *      `usage_added_ttfb_p50_ms` of it; the target's figure stays the gateway's against the client's own request);

@@ -10,7 +10,9 @@
  * node:http one's throughput (docs/PERFORMANCE.md), so the requests that carry the traffic do not pass through it.
  * Errors of every kind leave through one function (sendError) so their bodies match the spec.
  */
+import { Buffer } from 'node:buffer';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { hrtime } from 'node:process';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import proxyAddr from 'proxy-addr';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
@@ -266,7 +268,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   const cors = corsPolicy(config.reliability);
   const finished = (req: IncomingMessage, res: GatewayResponse, start: bigint) => () => {
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const ms = Number(hrtime.bigint() - start) / 1e6;
     const path = pathOf(req.url);
     if (logger.isLevelEnabled('info')) logger.info({ requestId: res.locals.requestId, method: req.method, path, status: res.statusCode, ms }, 'request');
     const operation = res.locals.operationId ?? api.matchOperation({ method: req.method!, path, headers: {} })?.operationId;
@@ -283,7 +285,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     // `on`, not `once`: a response closes and finishes once, and `once` wraps each listener in a bound function.
     res.on('close', inflight.enter());
     res.locals = { requestId } as Locals;
-    res.on('finish', finished(req, res, process.hrtime.bigint()));
+    res.on('finish', finished(req, res, hrtime.bigint()));
     if (cors(req, res)) return false;
     const path = pathOf(req.url);
     // A path that is not valid percent-encoded UTF-8 cannot name a resource.

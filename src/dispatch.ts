@@ -10,6 +10,7 @@
  * refused. The spec uses no cookie parameters, no `content` parameters and no `explode: false`; the dispatcher
  * refuses to start on a spec that does, rather than validate such parameters differently.
  */
+import { Buffer } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
 import type { ValidateFunction } from 'ajv';

@@ -20,7 +20,7 @@
  * key), so an adapter's slice with the same content counts too; anything unexpected (a placeholder not found exactly
  * once, a property that cannot be set) falls back to `JSON.stringify`, whose bytes these are in every case.
  */
-import { isAscii } from 'node:buffer';
+import { Buffer, isAscii } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { parseDataUrl } from './providers/shared.js';
 

@@ -11,7 +11,7 @@
  *   and 206. (Through UTF-16 and ICU took longer than Buffer.from: 28, 254 and 268.)
  * Small bodies keep Node's own conversions: the gain is in large ones, and the benchmark's requests are small.
  */
-import { isAscii, isUtf8, transcode } from 'node:buffer';
+import { Buffer, isAscii, isUtf8, transcode } from 'node:buffer';
 
 /** Below this many bytes (or characters) Node's conversions are used as they are. */
 const LARGE = 16 * 1024;

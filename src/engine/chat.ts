@@ -4,6 +4,7 @@
  * -> settle the real cost -> one usage record per request, one health observation per attempt.
  * Streams fail over only until their first event; after that a failure reaches the client as an error event.
  */
+import { performance } from 'node:perf_hooks';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import type { Logger } from '../logger.js';

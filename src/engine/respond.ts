@@ -17,8 +17,10 @@
  * a call); one string is one `write`, tried at once (docs/PERFORMANCE.md, session 33). Otherwise (a pipelined
  * response whose turn has not come, an HTTP/1.0 client without chunks) `res.write` does it.
  */
+import { Buffer } from 'node:buffer';
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { nextTick } from 'node:process';
 import { Cancellation } from '../cancel.js';
 import { STOP } from './chat.js';
 import type { StreamEvent } from './types.js';
@@ -69,7 +71,7 @@ function holdForTick(out: SseOut): void {
   if (out.frames !== undefined) return;
   out.frames = '';
   out.ascii = true;
-  process.nextTick(endOfTick, out);
+  nextTick(endOfTick, out);
 }
 
 /**

@@ -3,6 +3,7 @@
  * idle timeouts, and one mapping from transport failures and HTTP statuses to UpstreamError.
  */
 import { Agent, errors as undiciErrors, type Dispatcher } from 'undici';
+import { Buffer } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { UpstreamError } from '../engine/types.js';
 import { decodeUtf8, encodeUtf8 } from '../utf8.js';

@@ -42,6 +42,7 @@
  *   rare long ones, while under load the automatic checkpoint stays in charge. (A fixed 20 ms instead checkpointed
  *   paced streams 50 times a second and delayed their first byte by ~0.9 ms.)
  */
+import { performance } from 'node:perf_hooks';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import { WalCheckpointer, type CheckpointResult, type CheckpointerOptions } from './wal-checkpointer.js';
