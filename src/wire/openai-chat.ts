@@ -27,6 +27,9 @@ function parseContent(content: unknown, where: string): string | ContentPart[] |
   });
 }
 
+/** `v` when it is a number, else undefined. */
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
 export function parseChatRequest(body: Record<string, any>): ChatRequest {
   const messages: Message[] = (body.messages as any[]).map((m, i) => {
     const where = `messages[${i}]`;
@@ -42,7 +45,7 @@ export function parseChatRequest(body: Record<string, any>): ChatRequest {
     return msg;
   });
   const extra: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) if (!KNOWN.has(k) && !GATEWAY_FIELDS.has(k)) extra[k] = v;
+  for (const k of Object.keys(body)) if (!KNOWN.has(k) && !GATEWAY_FIELDS.has(k)) extra[k] = body[k];
   const stop = body.stop == null ? undefined : Array.isArray(body.stop) ? body.stop : [body.stop];
   const req: ChatRequest = {
     model: body.model,
@@ -60,13 +63,23 @@ export function parseChatRequest(body: Record<string, any>): ChatRequest {
       ? { type: 'json_schema', name: rf.json_schema?.name, schema: rf.json_schema?.schema, strict: rf.json_schema?.strict ?? undefined, description: rf.json_schema?.description }
       : { type: rf.type } as ResponseFormat;
   }
-  const num = (k: string) => (typeof body[k] === 'number' ? body[k] : undefined);
-  Object.assign(req, strip({
-    temperature: num('temperature'), topP: num('top_p'), topK: num('top_k'), maxTokens: num('max_completion_tokens') ?? num('max_tokens'),
-    n: num('n'), stop, seed: num('seed'), logprobs: body.logprobs ?? undefined, topLogprobs: num('top_logprobs'),
-    frequencyPenalty: num('frequency_penalty'), presencePenalty: num('presence_penalty'), user: body.user ?? undefined,
-    metadata: body.metadata ?? undefined,
-  }));
+  // Each field read by name and set only when present, in this order (the request's keys' order): a field read by a
+  // key that varies (`body[k]`) and an object of them stripped and assigned cost megamorphic loads and stores.
+  const maxTokens = num(body.max_completion_tokens) ?? num(body.max_tokens);
+  let v: number | undefined;
+  if ((v = num(body.temperature)) !== undefined) req.temperature = v;
+  if ((v = num(body.top_p)) !== undefined) req.topP = v;
+  if ((v = num(body.top_k)) !== undefined) req.topK = v;
+  if (maxTokens !== undefined) req.maxTokens = maxTokens;
+  if ((v = num(body.n)) !== undefined) req.n = v;
+  if (stop !== undefined) req.stop = stop;
+  if ((v = num(body.seed)) !== undefined) req.seed = v;
+  if (body.logprobs != null) req.logprobs = body.logprobs;
+  if ((v = num(body.top_logprobs)) !== undefined) req.topLogprobs = v;
+  if ((v = num(body.frequency_penalty)) !== undefined) req.frequencyPenalty = v;
+  if ((v = num(body.presence_penalty)) !== undefined) req.presencePenalty = v;
+  if (body.user != null) req.user = body.user;
+  if (body.metadata != null) req.metadata = body.metadata;
   return req;
 }
 

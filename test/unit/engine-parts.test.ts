@@ -97,6 +97,22 @@ describe('unit: OpenAI wire mapping', () => {
     expect(validateChatCompletionRequest(wire).errors).to.deep.equal([]);
   });
 
+  it('reads each sampling field only when the client sent it (a number where one is due), in one order', () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    const all = parseChatRequest({
+      model: 'm', messages, metadata: { k: 'v' }, user: 'u-1', presence_penalty: 0, frequency_penalty: -0.5, top_logprobs: 3, logprobs: false,
+      seed: 42, stop: ['a'], n: 2, max_tokens: 10, max_completion_tokens: 100, top_k: 40, top_p: 1, temperature: 0.7, vendor_flag: 1,
+    });
+    const sampling = ['temperature', 'topP', 'topK', 'maxTokens', 'n', 'stop', 'seed', 'logprobs', 'topLogprobs', 'frequencyPenalty', 'presencePenalty', 'user', 'metadata'];
+    expect(Object.keys(all).filter((k) => sampling.includes(k))).to.deep.equal(sampling);
+    expect(all).to.include({ temperature: 0.7, topP: 1, topK: 40, maxTokens: 100, n: 2, seed: 42, logprobs: false, topLogprobs: 3, frequencyPenalty: -0.5, presencePenalty: 0, user: 'u-1' });
+    expect([all.stop, all.metadata, all.extra]).to.deep.equal([['a'], { k: 'v' }, { vendor_flag: 1 }]);
+    // absent, null, or not a number where one is due: no key at all
+    const none = parseChatRequest({ model: 'm', messages, temperature: '0.7', top_p: null, max_completion_tokens: null, max_tokens: 'x', seed: null, stop: null, logprobs: null, user: null, metadata: null });
+    expect(Object.keys(none).filter((k) => sampling.includes(k))).to.deep.equal([]);
+    expect(parseChatRequest({ model: 'm', messages, max_completion_tokens: 'x', max_tokens: 7 }).maxTokens).to.equal(7);
+  });
+
   it('maps an upstream stream: usage riding on a chunk with choices, tool deltas, keep-alives ignored', async () => {
     const lines = [
       { id: 'x', model: 'm', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
