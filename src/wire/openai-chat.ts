@@ -63,8 +63,9 @@ export function parseChatRequest(body: Record<string, any>): ChatRequest {
       ? { type: 'json_schema', name: rf.json_schema?.name, schema: rf.json_schema?.schema, strict: rf.json_schema?.strict ?? undefined, description: rf.json_schema?.description }
       : { type: rf.type } as ResponseFormat;
   }
-  // Each field read by name and set only when present, in this order (the request's keys' order): a field read by a
-  // key that varies (`body[k]`) and an object of them stripped and assigned cost megamorphic loads and stores.
+  // Each field read by name and set only when present, in the order the ChatRequest's keys have always come out in
+  // (test/unit/engine-parts.test.ts pins it): reads by a key that varies (`body[k]`) and an object of them stripped
+  // and assigned cost megamorphic loads and stores.
   const maxTokens = num(body.max_completion_tokens) ?? num(body.max_tokens);
   let v: number | undefined;
   if ((v = num(body.temperature)) !== undefined) req.temperature = v;
