@@ -19,6 +19,9 @@
  * Which values are holes: the chunk's `id`, `created` and `obfuscation`, every integer under `usage`, and each
  * choice's delta `content`, `reasoning_content` and `reasoning` (text holes). Everything else is fixed: a chunk that
  * differs there (another model, a finish reason, a tool call) is another shape or none.
+ *
+ * A non-streamed answer (a `chat.completion`) is read the same way (`ChunkShapes.readWhole`), its choices' `message`
+ * in place of the `delta`: its JSON parse was ~27,000 instructions of a request's ~480,000 at c=1 (session 52).
  */
 
 import { isDeepStrictEqual } from 'node:util';
@@ -31,6 +34,11 @@ const MAX_SHAPES = 8;
 const MAX_FAMILIES = 512;
 /** Learning attempts per stream (each costs a scan and a probe parse), for streams whose chunks fit no shape. */
 export const MAX_LEARNS_PER_STREAM = 4;
+/**
+ * Learning attempts a family of whole answers has in hand (`readWhole`): each learn spends one and each match gives one
+ * back, so answers that never come again in a kept shape stop being learned after this many.
+ */
+const MAX_WHOLE_CREDIT = 4;
 
 type Kind = 'str' | 'int' | 'text';
 type Key = string | number;
@@ -121,6 +129,9 @@ class Shape {
 /** The shapes of one upstream model's chunks. */
 export class ChunkShapes {
   private shapes: Shape[] = [];
+  /** For whole answers (`readWhole`): the shape the last one fitted, and the learning attempts left. */
+  private readonly cursor = { at: 0 };
+  private credit = MAX_WHOLE_CREDIT;
 
   /** How many shapes are kept. */
   get size(): number {
@@ -144,6 +155,26 @@ export class ChunkShapes {
       }
     }
     return undefined;
+  }
+
+  /**
+   * A whole JSON text (a non-streamed answer, one family's shapes apart from its stream chunks') as its object: read
+   * through a shape that fits, else `parse`d and, when `learnable` says the object may come again in this shape and the
+   * family has learning credit left, learned. A shape's object is the shape's own (see ShapeMatch.chunk): read it at
+   * once, keep none of its objects.
+   */
+  readWhole(data: string, parse: (data: string) => unknown, learnable: (parsed: any) => boolean): any {
+    const m = this.match(data, this.cursor);
+    if (m) {
+      if (this.credit < MAX_WHOLE_CREDIT) this.credit++;
+      return m.chunk;
+    }
+    const parsed = parse(data);
+    if (this.credit > 0 && learnable(parsed)) {
+      this.credit--;
+      this.learn(data, parsed);
+    }
+    return parsed;
   }
 
   /**
@@ -206,24 +237,35 @@ export class ChunkShapes {
   }
 }
 
-const families = new Map<string, Map<string, ChunkShapes>>();
-let familyCount = 0;
+/** One kind's shapes (stream chunks, whole answers) per upstream gateway and model. */
+class Families {
+  private readonly byGateway = new Map<string, Map<string, ChunkShapes>>();
+  private count = 0;
 
-/** The shapes of `gateway`'s `model` (found by the two strings, no key built per stream). */
-export function shapesFor(gateway: string, model: string): ChunkShapes {
-  let shapes = families.get(gateway)?.get(model);
-  if (!shapes) {
-    if (familyCount >= MAX_FAMILIES) {
-      families.clear();
-      familyCount = 0;
+  /** The shapes of `gateway`'s `model` (found by the two strings, no key built per call). */
+  of(gateway: string, model: string): ChunkShapes {
+    let shapes = this.byGateway.get(gateway)?.get(model);
+    if (!shapes) {
+      if (this.count >= MAX_FAMILIES) {
+        this.byGateway.clear();
+        this.count = 0;
+      }
+      let byModel = this.byGateway.get(gateway);
+      if (!byModel) this.byGateway.set(gateway, (byModel = new Map()));
+      byModel.set(model, (shapes = new ChunkShapes()));
+      this.count++;
     }
-    let byModel = families.get(gateway);
-    if (!byModel) families.set(gateway, (byModel = new Map()));
-    byModel.set(model, (shapes = new ChunkShapes()));
-    familyCount++;
+    return shapes;
   }
-  return shapes;
 }
+
+const chunkFamilies = new Families();
+const wholeFamilies = new Families();
+
+/** The stream chunks' shapes of `gateway`'s `model`. */
+export const shapesFor = (gateway: string, model: string): ChunkShapes => chunkFamilies.of(gateway, model);
+/** The non-streamed answers' shapes of `gateway`'s `model` (`readWhole`). */
+export const wholeShapesFor = (gateway: string, model: string): ChunkShapes => wholeFamilies.of(gateway, model);
 
 interface Span { path: Path; start: number; end: number; type: 'string' | 'number' }
 
@@ -235,7 +277,7 @@ function kindOf(s: Span): Kind | undefined {
     return (p.length === 1 && p[0] === 'created') || (p[0] === 'usage' && p.length > 1) ? 'int' : undefined;
   }
   if (p.length === 1 && (p[0] === 'id' || p[0] === 'obfuscation')) return 'str';
-  if (p.length === 4 && p[0] === 'choices' && typeof p[1] === 'number' && p[2] === 'delta' && TEXT_FIELDS.has(p[3] as string)) return 'text';
+  if (p.length === 4 && p[0] === 'choices' && typeof p[1] === 'number' && (p[2] === 'delta' || p[2] === 'message') && TEXT_FIELDS.has(p[3] as string)) return 'text';
   return undefined;
 }
 

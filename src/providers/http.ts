@@ -478,9 +478,13 @@ export async function readCapped(body: AsyncIterable<Uint8Array>, cap = 32 * 102
 }
 
 export async function readJson<T = any>(body: AsyncIterable<Uint8Array>): Promise<T> {
-  const text = await readCapped(body);
+  return upstreamJson(await readCapped(body)) as T;
+}
+
+/** An upstream body's text parsed; not JSON is an `invalid_response`. */
+export function upstreamJson(text: string): unknown {
   try {
-    return JSON.parse(text) as T;
+    return JSON.parse(text);
   } catch {
     throw new UpstreamError('invalid_response', 'upstream answered with malformed JSON');
   }

@@ -195,3 +195,81 @@ describe('unit: chunk shapes (stream chunks read without a parse, across streams
     expect(valueSpans('{"a":1} x')).to.equal(undefined);
   });
 });
+
+/** A non-streamed answer as OpenAI writes it (the simulator's field order). */
+const answer = (id: string, created: number, content: string, p: number, c: number, over: Record<string, unknown> = {}) => JSON.stringify({
+  id, object: 'chat.completion', created, model: 'gpt-4o',
+  choices: [{ index: 0, message: { role: 'assistant', content, refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
+  usage: { prompt_tokens: p, completion_tokens: c, total_tokens: p + c, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0 } },
+  service_tier: 'default', system_fingerprint: 'fp_1', ...over,
+});
+
+describe('unit: answer shapes (non-streamed answers read without a parse)', () => {
+  /** `readWhole` with a counting parse; every answer's object is compared with JSON.parse's at once (it is the shape's). */
+  const reader = (shapes: ChunkShapes, learnable: (j: any) => boolean = () => true) => {
+    let parses = 0;
+    const parse = (t: string) => { parses++; return JSON.parse(t); };
+    return {
+      read: (text: string) => {
+        const got = shapes.readWhole(text, parse, learnable);
+        expect(got, text).to.deep.equal(JSON.parse(text));
+        return got;
+      },
+      get parses() { return parses; },
+    };
+  };
+
+  it("reads a later answer's id, created, text and usage without a parse, as JSON.parse reads them", () => {
+    const shapes = new ChunkShapes();
+    const r = reader(shapes);
+    r.read(answer('chatcmpl-1', 1764300000, 'Echo: hi', 1, 2));
+    expect(r.parses).to.equal(1);
+    expect(shapes.size).to.equal(1);
+    const texts = ['Bonjour', '', 'a "quoted" \\ word\n', '漢字 🙂 \u2028', 'x'.repeat(5000)];
+    texts.forEach((t, i) => r.read(answer(`chatcmpl-${100 + i}xyz`, 1764300001 + i, t, 10 + i, 2000 + i)));
+    expect(r.parses).to.equal(1);
+    expect(shapes.size).to.equal(1);
+    const last = r.read(answer('chatcmpl-9', 7, 'done', 123456789, 0));
+    expect(last.usage).to.include({ prompt_tokens: 123456789, completion_tokens: 0, total_tokens: 123456789 });
+    expect(last.choices[0].message.content).to.equal('done');
+  });
+
+  it('parses what fits no kept shape: another finish reason is learned as a shape of its own, malformed text throws', () => {
+    const shapes = new ChunkShapes();
+    const r = reader(shapes);
+    r.read(answer('a1', 1, 'one', 1, 1));
+    const cut = answer('a2', 2, 'two', 2, 2).replace('"finish_reason":"stop"', '"finish_reason":"length"');
+    r.read(cut);
+    expect(r.parses).to.equal(2);
+    r.read(answer('a3', 3, 'three', 3, 3).replace('"finish_reason":"stop"', '"finish_reason":"length"'));
+    r.read(answer('a4', 4, 'four', 4, 4));
+    expect(r.parses).to.equal(2);
+    expect(shapes.size).to.equal(2);
+    // a number not an integer, a text with a raw control character: parsed (the first), not a match (the second)
+    r.read(answer('a5', 5, 'five', 5, 5).replace('"created":5', '"created":5.5'));
+    expect(r.parses).to.equal(3);
+    expect(() => shapes.readWhole(answer('a6', 6, 'six', 6, 6).replace('six', 'si\u0001x'), JSON.parse, () => true)).to.throw(SyntaxError);
+  });
+
+  it('learns only what `learnable` allows, and stops learning answers that never come again until one fits', () => {
+    const shapes = new ChunkShapes();
+    const none = reader(shapes, () => false);
+    none.read(answer('b1', 1, 'x', 1, 1));
+    none.read(answer('b2', 2, 'y', 2, 2));
+    expect(none.parses).to.equal(2);
+    expect(shapes.size).to.equal(0);
+    // answers that differ in a fixed place each time: four are learned, then none
+    const r = reader(shapes);
+    for (let i = 0; i < 10; i++) r.read(answer(`c${i}`, i, 'z', 1, 1, { service_tier: `tier-${i}` }));
+    expect(r.parses).to.equal(10);
+    expect(shapes.size).to.equal(4);
+    // one that fits a kept shape gives one attempt back: the next new one is learned, and read without a parse after
+    r.read(answer('d1', 1, 'fits', 1, 1, { service_tier: 'tier-0' }));
+    expect(r.parses).to.equal(10);
+    r.read(answer('d2', 2, 'new', 1, 1, { service_tier: 'tier-new' }));
+    r.read(answer('d3', 3, 'again', 7, 8, { service_tier: 'tier-new' }));
+    expect(r.parses).to.equal(11);
+    expect(shapes.size).to.equal(5);
+  });
+});

@@ -2,13 +2,13 @@
  * The OpenAI-compatible base: one adapter, configured per gateway by data (token-limit field name, parameters to
  * drop, extra headers). openai, openrouter, groq, together, … and `local` are instances of it (registry.ts).
  */
-import { send, readJson, upstreamUrl, type UpstreamBody } from '../http.js';
+import { send, readCapped, upstreamJson, upstreamUrl, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, openAIRequestJson, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
 import { UpstreamError, withStream, type ChatRequest, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
-import { MAX_LEARNS_PER_STREAM, shapesFor, type ChunkShapes, type ShapeMatch } from '../chunk-shapes.js';
+import { MAX_LEARNS_PER_STREAM, shapesFor, wholeShapesFor, type ChunkShapes, type ShapeMatch } from '../chunk-shapes.js';
 import type { ProviderAdapter, Target } from '../types.js';
 import { jsonBody } from '../../json-body.js';
 
@@ -52,7 +52,8 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       const res = await send(upstreamUrl(target.baseUrl, '/chat/completions'), {
         headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(withStream(req, false), target), signal, timeouts: target.timeouts,
       });
-      const json = await readJson(res.body);
+      // read through the upstream model's answer shapes: no JSON.parse for an answer like one before it
+      const json = wholeShapesFor(target.gateway.id, target.upstreamModel).readWhole(await readCapped(res.body), upstreamJson, reusableAnswer);
       if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
       try {
         return fromOpenAIResponse(json);
@@ -68,6 +69,17 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
     },
   };
+}
+
+/**
+ * An answer whose shape may be kept (src/providers/chunk-shapes.ts): choices without tool calls, whose arguments and
+ * ids differ every time (no later answer would fit), and without logprobs, an object fromOpenAIResponse hands on as it
+ * is (a shape's objects are its own and rewritten by its next match).
+ */
+function reusableAnswer(j: any): boolean {
+  if (!j || typeof j !== 'object' || !Array.isArray(j.choices)) return false;
+  for (const c of j.choices) if (c?.logprobs != null || c?.message?.tool_calls != null) return false;
+  return true;
 }
 
 /**
