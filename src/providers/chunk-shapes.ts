@@ -124,7 +124,19 @@ class Shape {
     if (texts > 1) textStart = textEnd = -1;
     return { chunk: this.parsed, textStart, textEnd };
   }
+
+  /**
+   * Empties the string and text holes: their values are slices of the text they were read from, and would keep all
+   * of it alive (a whole answer of megabytes) for as long as the shape is kept.
+   */
+  clear(): void {
+    const { kinds, slots } = this;
+    for (let i = 0; i < kinds.length; i++) if (kinds[i] !== 'int') slots[i].holder[slots[i].key] = '';
+  }
 }
+
+/** A string of its own, not a slice that keeps the text it was cut from (once per shape learned). */
+const ownCopy = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 /** The shapes of one upstream model's chunks. */
 export class ChunkShapes {
@@ -158,28 +170,34 @@ export class ChunkShapes {
   }
 
   /**
-   * A whole JSON text (a non-streamed answer, one family's shapes apart from its stream chunks') as its object: read
-   * through a shape that fits, else `parse`d and, when `learnable` says the object may come again in this shape and the
-   * family has learning credit left, learned. A shape's object is the shape's own (see ShapeMatch.chunk): read it at
-   * once, keep none of its objects.
+   * `use` of a whole JSON text (a non-streamed answer, one family's shapes apart from its stream chunks') as its
+   * object: read through a shape that fits, else `parse`d and, when `learnable` says the object may come again in this
+   * shape and the family has learning credit left, learned. A shape's object is the shape's own (see
+   * ShapeMatch.chunk), valid during `use` only: its strings are emptied after it, so that the shape keeps nothing of
+   * the answer's text; `use` keeps none of its objects.
    */
-  readWhole(data: string, parse: (data: string) => unknown, learnable: (parsed: any) => boolean): any {
+  readWhole<T>(data: string, parse: (data: string) => unknown, learnable: (parsed: any) => boolean, use: (answer: any) => T): T {
     const m = this.match(data, this.cursor);
     if (m) {
       if (this.credit < MAX_WHOLE_CREDIT) this.credit++;
-      return m.chunk;
+      try {
+        return use(m.chunk);
+      } finally {
+        this.shapes[this.cursor.at].clear();
+      }
     }
     const parsed = parse(data);
     if (this.credit > 0 && learnable(parsed)) {
       this.credit--;
       this.learn(data, parsed);
     }
-    return parsed;
+    return use(parsed);
   }
 
   /**
-   * Keeps `data` (a chunk just parsed to `parsed`) as a shape if its holes pass the probe; returns its match
-   * (whose text offsets a per-stream template can start from), or undefined when it was not kept.
+   * Keeps `data` (a chunk just parsed to `parsed`) as a shape if its holes pass the probe; returns its match (whose
+   * text offsets a per-stream template can start from; its chunk's strings are emptied), or undefined when it was not
+   * kept.
    */
   learn(data: string, parsed: unknown): ShapeMatch | undefined {
     try {
@@ -205,10 +223,10 @@ export class ChunkShapes {
     const fixed: string[] = [];
     let pos = 0;
     for (const h of holes) {
-      fixed.push(data.slice(pos, h.start));
+      fixed.push(ownCopy(data.slice(pos, h.start)));
       pos = h.end;
     }
-    fixed.push(data.slice(pos));
+    fixed.push(ownCopy(data.slice(pos)));
     // The probe: other values in every hole must give the object with those values there and nothing else changed.
     // (a probe equal to the value it replaces would prove nothing about that hole: another one then)
     const probes = holes.map((h, i) => {
@@ -231,6 +249,7 @@ export class ChunkShapes {
     const shape = new Shape(fixed, kinds, holes.map((h) => slotOf(own, h.path)), own);
     const m = shape.match(data);
     if (!m) return undefined; // e.g. an integer with an exponent's worth of digits: never matches, not kept
+    shape.clear(); // (what learns reads of the match is its text's offsets)
     if (this.shapes.length >= MAX_SHAPES) this.shapes.shift();
     this.shapes.push(shape);
     return m;

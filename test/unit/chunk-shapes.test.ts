@@ -112,7 +112,7 @@ describe('unit: chunk shapes (stream chunks read without a parse, across streams
     // a text equal to the id, the model and the fingerprint: holes are found by position, not by searching
     const same = text('fp_1', 5, 'fp_1');
     const m = shapes.learn(same, JSON.parse(same))!;
-    expect(m.chunk.choices[0].delta.content).to.equal('fp_1');
+    expect(shapes.match(same, { at: 0 })!.chunk.choices[0].delta.content).to.equal('fp_1');
     expect(same.slice(m.textStart - 1, m.textEnd + 1)).to.equal('"fp_1"');
     expect(same.slice(0, m.textStart)).to.contain('"delta":{"content":"');
   });
@@ -206,16 +206,15 @@ const answer = (id: string, created: number, content: string, p: number, c: numb
 });
 
 describe('unit: answer shapes (non-streamed answers read without a parse)', () => {
-  /** `readWhole` with a counting parse; every answer's object is compared with JSON.parse's at once (it is the shape's). */
+  /** `readWhole` with a counting parse; every answer's object is compared with JSON.parse's during `use` and copied. */
   const reader = (shapes: ChunkShapes, learnable: (j: any) => boolean = () => true) => {
     let parses = 0;
     const parse = (t: string) => { parses++; return JSON.parse(t); };
     return {
-      read: (text: string) => {
-        const got = shapes.readWhole(text, parse, learnable);
+      read: (text: string): any => shapes.readWhole(text, parse, learnable, (got) => {
         expect(got, text).to.deep.equal(JSON.parse(text));
-        return got;
-      },
+        return structuredClone(got);
+      }),
       get parses() { return parses; },
     };
   };
@@ -249,7 +248,7 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
     // a number not an integer, a text with a raw control character: parsed (the first), not a match (the second)
     r.read(answer('a5', 5, 'five', 5, 5).replace('"created":5', '"created":5.5'));
     expect(r.parses).to.equal(3);
-    expect(() => shapes.readWhole(answer('a6', 6, 'six', 6, 6).replace('six', 'si\u0001x'), JSON.parse, () => true)).to.throw(SyntaxError);
+    expect(() => shapes.readWhole(answer('a6', 6, 'six', 6, 6).replace('six', 'si\u0001x'), JSON.parse, () => true, (j) => j)).to.throw(SyntaxError);
   });
 
   it('learns only what `learnable` allows, and stops learning answers that never come again until one fits', () => {
@@ -271,5 +270,24 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
     r.read(answer('d3', 3, 'again', 7, 8, { service_tier: 'tier-new' }));
     expect(r.parses).to.equal(11);
     expect(shapes.size).to.equal(5);
+  });
+
+  it("keeps nothing of an answer's text once `use` returned (or threw): the shape's strings are emptied", () => {
+    const shapes = new ChunkShapes();
+    reader(shapes).read(answer('chatcmpl-first', 1, 'the first', 1, 1));
+    let seen: any;
+    const id = shapes.readWhole(answer('chatcmpl-second', 2, 'x'.repeat(100_000), 3, 4), JSON.parse, () => true, (j) => {
+      seen = j;
+      expect(j.choices[0].message.content).to.have.length(100_000);
+      return j.id as string;
+    });
+    expect(id).to.equal('chatcmpl-second');
+    expect(seen.id).to.equal('');
+    expect(seen.choices[0].message.content).to.equal('');
+    expect(seen.usage.prompt_tokens).to.equal(3); // numbers keep nothing alive
+    expect(() => shapes.readWhole(answer('chatcmpl-third', 3, 'thrown', 1, 1), JSON.parse, () => true, () => { throw new Error('use failed'); }))
+      .to.throw('use failed');
+    expect(seen.choices[0].message.content).to.equal('');
+    expect(reader(shapes).read(answer('chatcmpl-fourth', 4, 'fourth', 5, 6)).choices[0].message.content).to.equal('fourth');
   });
 });

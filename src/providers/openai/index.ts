@@ -5,7 +5,7 @@
 import { send, readCapped, upstreamJson, upstreamUrl, type UpstreamBody } from '../http.js';
 import { SseParser } from '../../stream/sse.js';
 import { fromOpenAIResponse, openAIRequestJson, toOpenAIRequest, finishReason, usageFrom, type OpenAIWireOptions } from '../../wire/openai-chat.js';
-import { UpstreamError, withStream, type ChatRequest, type StreamEvent } from '../../engine/types.js';
+import { UpstreamError, withStream, type ChatRequest, type ChatResult, type StreamEvent } from '../../engine/types.js';
 import { BodyEvents, streamFailure, type EventSource } from '../body-events.js';
 import { LiteralTemplate } from '../literal-template.js';
 import { MAX_LEARNS_PER_STREAM, shapesFor, wholeShapesFor, type ChunkShapes, type ShapeMatch } from '../chunk-shapes.js';
@@ -53,13 +53,7 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
         headers: cachedHeaders(jsonHeaders, target, opts.headers, false), body: body(withStream(req, false), target), signal, timeouts: target.timeouts,
       });
       // read through the upstream model's answer shapes: no JSON.parse for an answer like one before it
-      const json = wholeShapesFor(target.gateway.id, target.upstreamModel).readWhole(await readCapped(res.body), upstreamJson, reusableAnswer);
-      if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
-      try {
-        return fromOpenAIResponse(json);
-      } catch {
-        throw new UpstreamError('invalid_response', 'upstream answered with something that is not a chat.completion');
-      }
+      return wholeShapesFor(target.gateway.id, target.upstreamModel).readWhole(await readCapped(res.body), upstreamJson, reusableAnswer, answerOf);
     },
 
     async chatStream(req, target, signal) {
@@ -69,6 +63,16 @@ export function openaiCompatible(opts: OpenAICompatibleOptions = {}): ProviderAd
       return openaiEvents(res.body, signal, shapesFor(target.gateway.id, target.upstreamModel));
     },
   };
+}
+
+/** An upstream's answer (its JSON's object) as the gateway's result; an error body or another object is an UpstreamError. */
+function answerOf(json: any): ChatResult {
+  if (json?.error) throw new UpstreamError('server_error', `upstream error: ${String(json.error.message ?? 'unknown').slice(0, 300)}`);
+  try {
+    return fromOpenAIResponse(json);
+  } catch {
+    throw new UpstreamError('invalid_response', 'upstream answered with something that is not a chat.completion');
+  }
 }
 
 /**
