@@ -50,7 +50,7 @@ interface Slot { holder: any; key: Key }
 export interface ShapeMatch {
   /**
    * The chunk's object: the shape's own, with this chunk's values written into the holes. Valid until the next
-   * match of the shape: read it at once and keep none of its objects (what it is used for takes strings and
+   * match of the shape (and a whole answer's until its `use` returns: `readWhole`): read it at once and keep none of its objects (what it is used for takes strings and
    * numbers from it). Rebuilding the objects on the way to each hole instead cost more than the holes' scan: V8
    * copies objects of many maps (hidden classes) at one spread site through its runtime (~2,200 instructions each).
    */
@@ -180,10 +180,11 @@ export class ChunkShapes {
     const m = this.match(data, this.cursor);
     if (m) {
       if (this.credit < MAX_WHOLE_CREDIT) this.credit++;
+      const shape = this.shapes[this.cursor.at]; // (the one that fitted, whatever `use` does)
       try {
         return use(m.chunk);
       } finally {
-        this.shapes[this.cursor.at].clear();
+        shape.clear();
       }
     }
     const parsed = parse(data);
