@@ -115,7 +115,9 @@ export class SseParser {
       }
       // A `data: ` line (the most of a stream) is taken as it is: its value after the prefix, without the line's slice,
       // the colon's search and the field's and the value's slices that the general rule makes (the same value).
-      if (end - from > 6 && buf.charCodeAt(from) === 100 && buf.startsWith('data: ', from)) {
+      // (`data: ` by its character codes: `startsWith` at an offset is a builtin call per line)
+      if (end - from > 6 && buf.charCodeAt(from) === 100 && buf.charCodeAt(from + 1) === 97 && buf.charCodeAt(from + 2) === 116
+        && buf.charCodeAt(from + 3) === 97 && buf.charCodeAt(from + 4) === 58 && buf.charCodeAt(from + 5) === 32) {
         if (start === end + 1 && buf.charCodeAt(start) === 10 && this.data === undefined && this.event === undefined && this.id === undefined) {
           // The usual event, one `data: ` line and the blank line after it (`data: …\n\n`): dispatched at once, the blank
           // line stepped over (what the general rule does in two turns of this loop).
