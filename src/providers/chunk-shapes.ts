@@ -20,7 +20,7 @@
  * choice's delta `content`, `reasoning_content` and `reasoning` (text holes). Everything else is fixed: a chunk that
  * differs there (another model, a finish reason, a tool call) is another shape or none.
  *
- * A non-streamed answer (a `chat.completion`) is read the same way (`ChunkShapes.readWhole`), its choices' `message`
+ * A non-streamed answer (a `chat.completion`) is read the same way (`AnswerShapes.readWhole`), its choices' `message`
  * in place of the `delta`: its JSON parse was ~27,000 instructions of a request's ~480,000 at c=1 (session 52).
  */
 
@@ -50,8 +50,8 @@ interface Slot { holder: any; key: Key }
 export interface ShapeMatch {
   /**
    * The chunk's object: the shape's own, with this chunk's values written into the holes. Valid until the next
-   * match of the shape (and a whole answer's until its `use` returns: `readWhole`): read it at once and keep none of its objects (what it is used for takes strings and
-   * numbers from it). Rebuilding the objects on the way to each hole instead cost more than the holes' scan: V8
+   * match of the shape (a whole answer's until its `use` returns: AnswerShapes.readWhole): read it at once and keep
+   * none of its objects (what it is used for takes strings and numbers from it). Rebuilding the objects on the way to each hole instead cost more than the holes' scan: V8
    * copies objects of many maps (hidden classes) at one spread site through its runtime (~2,200 instructions each).
    */
   chunk: any;
@@ -140,10 +140,7 @@ const ownCopy = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 
 /** The shapes of one upstream model's chunks. */
 export class ChunkShapes {
-  private shapes: Shape[] = [];
-  /** For whole answers (`readWhole`): the shape the last one fitted, and the learning attempts left. */
-  private readonly cursor = { at: 0 };
-  private credit = MAX_WHOLE_CREDIT;
+  protected shapes: Shape[] = [];
 
   /** How many shapes are kept. */
   get size(): number {
@@ -167,32 +164,6 @@ export class ChunkShapes {
       }
     }
     return undefined;
-  }
-
-  /**
-   * `use` of a whole JSON text (a non-streamed answer, one family's shapes apart from its stream chunks') as its
-   * object: read through a shape that fits, else `parse`d and, when `learnable` says the object may come again in this
-   * shape and the family has learning credit left, learned. A shape's object is the shape's own (see
-   * ShapeMatch.chunk), valid during `use` only: its strings are emptied after it, so that the shape keeps nothing of
-   * the answer's text; `use` keeps none of its objects.
-   */
-  readWhole<T>(data: string, parse: (data: string) => unknown, learnable: (parsed: any) => boolean, use: (answer: any) => T): T {
-    const m = this.match(data, this.cursor);
-    if (m) {
-      if (this.credit < MAX_WHOLE_CREDIT) this.credit++;
-      const shape = this.shapes[this.cursor.at]; // (the one that fitted, whatever `use` does)
-      try {
-        return use(m.chunk);
-      } finally {
-        shape.clear();
-      }
-    }
-    const parsed = parse(data);
-    if (this.credit > 0 && learnable(parsed)) {
-      this.credit--;
-      this.learn(data, parsed);
-    }
-    return use(parsed);
   }
 
   /**
@@ -257,13 +228,49 @@ export class ChunkShapes {
   }
 }
 
+/**
+ * The shapes of one upstream model's non-streamed answers (a family apart from its stream chunks'), read one whole text
+ * at a time, with the shape the last one fitted and the learning attempts left (a stream keeps both per stream).
+ */
+export class AnswerShapes extends ChunkShapes {
+  private readonly cursor = { at: 0 };
+  private credit = MAX_WHOLE_CREDIT;
+
+  /**
+   * `use` of a whole JSON text (a non-streamed answer) as its object: read through a shape that fits, else `parse`d
+   * and, when `learnable` says the object may come again in this shape and the family has learning credit left,
+   * learned. A shape's object is the shape's own (see ShapeMatch.chunk), valid during `use` only: its strings are
+   * emptied after it, so that the shape keeps nothing of the answer's text; `use` keeps none of its objects.
+   */
+  readWhole<T>(data: string, parse: (data: string) => unknown, learnable: (parsed: any) => boolean, use: (answer: any) => T): T {
+    const m = this.match(data, this.cursor);
+    if (m) {
+      if (this.credit < MAX_WHOLE_CREDIT) this.credit++;
+      const shape = this.shapes[this.cursor.at]; // (the one that fitted, whatever `use` does)
+      try {
+        return use(m.chunk);
+      } finally {
+        shape.clear();
+      }
+    }
+    const parsed = parse(data);
+    if (this.credit > 0 && learnable(parsed)) {
+      this.credit--;
+      this.learn(data, parsed);
+    }
+    return use(parsed);
+  }
+}
+
 /** One kind's shapes (stream chunks, whole answers) per upstream gateway and model. */
-class Families {
-  private readonly byGateway = new Map<string, Map<string, ChunkShapes>>();
+class Families<S extends ChunkShapes> {
+  private readonly byGateway = new Map<string, Map<string, S>>();
   private count = 0;
 
+  constructor(private readonly make: () => S) {}
+
   /** The shapes of `gateway`'s `model` (found by the two strings, no key built per call). */
-  of(gateway: string, model: string): ChunkShapes {
+  of(gateway: string, model: string): S {
     let shapes = this.byGateway.get(gateway)?.get(model);
     if (!shapes) {
       if (this.count >= MAX_FAMILIES) {
@@ -272,20 +279,20 @@ class Families {
       }
       let byModel = this.byGateway.get(gateway);
       if (!byModel) this.byGateway.set(gateway, (byModel = new Map()));
-      byModel.set(model, (shapes = new ChunkShapes()));
+      byModel.set(model, (shapes = this.make()));
       this.count++;
     }
     return shapes;
   }
 }
 
-const chunkFamilies = new Families();
-const wholeFamilies = new Families();
+const chunkFamilies = new Families(() => new ChunkShapes());
+const wholeFamilies = new Families(() => new AnswerShapes());
 
 /** The stream chunks' shapes of `gateway`'s `model`. */
 export const shapesFor = (gateway: string, model: string): ChunkShapes => chunkFamilies.of(gateway, model);
 /** The non-streamed answers' shapes of `gateway`'s `model` (`readWhole`). */
-export const wholeShapesFor = (gateway: string, model: string): ChunkShapes => wholeFamilies.of(gateway, model);
+export const wholeShapesFor = (gateway: string, model: string): AnswerShapes => wholeFamilies.of(gateway, model);
 
 interface Span { path: Path; start: number; end: number; type: 'string' | 'number' }
 

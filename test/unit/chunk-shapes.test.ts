@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { OpenAIStreamMapper } from '../../src/providers/openai/index.js';
-import { ChunkShapes, valueSpans } from '../../src/providers/chunk-shapes.js';
+import { AnswerShapes, ChunkShapes, valueSpans } from '../../src/providers/chunk-shapes.js';
 import { UpstreamError, type StreamEvent } from '../../src/engine/types.js';
 
 /** Chunks as OpenAI writes them (fixed field order; `usage: null` on every chunk until the usage chunk). */
@@ -207,7 +207,7 @@ const answer = (id: string, created: number, content: string, p: number, c: numb
 
 describe('unit: answer shapes (non-streamed answers read without a parse)', () => {
   /** `readWhole` with a counting parse; every answer's object is compared with JSON.parse's during `use` and copied. */
-  const reader = (shapes: ChunkShapes, learnable: (j: any) => boolean = () => true) => {
+  const reader = (shapes: AnswerShapes, learnable: (j: any) => boolean = () => true) => {
     let parses = 0;
     const parse = (t: string) => { parses++; return JSON.parse(t); };
     return {
@@ -220,7 +220,7 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
   };
 
   it("reads a later answer's id, created, text and usage without a parse, as JSON.parse reads them", () => {
-    const shapes = new ChunkShapes();
+    const shapes = new AnswerShapes();
     const r = reader(shapes);
     r.read(answer('chatcmpl-1', 1764300000, 'Echo: hi', 1, 2));
     expect(r.parses).to.equal(1);
@@ -235,7 +235,7 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
   });
 
   it('parses what fits no kept shape: another finish reason is learned as a shape of its own, malformed text throws', () => {
-    const shapes = new ChunkShapes();
+    const shapes = new AnswerShapes();
     const r = reader(shapes);
     r.read(answer('a1', 1, 'one', 1, 1));
     const cut = answer('a2', 2, 'two', 2, 2).replace('"finish_reason":"stop"', '"finish_reason":"length"');
@@ -252,7 +252,7 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
   });
 
   it('learns only what `learnable` allows, and stops learning answers that never come again until one fits', () => {
-    const shapes = new ChunkShapes();
+    const shapes = new AnswerShapes();
     const none = reader(shapes, () => false);
     none.read(answer('b1', 1, 'x', 1, 1));
     none.read(answer('b2', 2, 'y', 2, 2));
@@ -273,7 +273,7 @@ describe('unit: answer shapes (non-streamed answers read without a parse)', () =
   });
 
   it("keeps nothing of an answer's text once `use` returned (or threw): the shape's strings are emptied", () => {
-    const shapes = new ChunkShapes();
+    const shapes = new AnswerShapes();
     reader(shapes).read(answer('chatcmpl-first', 1, 'the first', 1, 1));
     let seen: any;
     const id = shapes.readWhole(answer('chatcmpl-second', 2, 'x'.repeat(100_000), 3, 4), JSON.parse, () => true, (j) => {
