@@ -179,6 +179,11 @@ describe('contract: security', function () {
       await request(g.app).post('/v1/chat/sessions').set(as(alice.key)).set('X-Request-Id', 'client-id-7').send({ title: '' }),
     ];
     expect(errors.map((r) => r.status)).to.deep.equal([401, 404, 405, 400, 403, 415, 422]);
+    expect(errors[3].body.error.code).to.equal('malformed_path');
+    // a well-formed escape is no malformed path: `%39` is a 9, so this is session 999999, which does not exist
+    const escaped = await request(g.app).get('/v1/chat/sessions/%3999999').set(as(alice.key));
+    expect(escaped.status).to.equal(404);
+    expect(escaped.body.error.code).to.not.equal('malformed_path');
     for (const res of errors) {
       expect(res.headers['x-request-id']).to.be.a('string').and.not.equal('');
       if (res.body.error) expect(res.body.error.request_id).to.equal(res.headers['x-request-id']);

@@ -39,6 +39,23 @@ describe('api keys: the authentication cache', () => {
     }
   });
 
+  it('a malformed key is refused at once, never hashed or looked up, whatever was cached before it', async () => {
+    const svc = new KeyService(store.keys, 'secret', undefined, 5_000);
+    const { key } = await svc.create('carol');
+    let hashes = 0;
+    const hash = svc.hash.bind(svc);
+    svc.hash = (k: string) => { hashes++; return hash(k); };
+    expect(await svc.authenticate(key)).to.not.equal(null);
+    expect(hashes).to.equal(1);
+    // the cache is read before the key's form is checked: only well-formed keys are ever in it
+    for (const bad of [`${key}x`, key.slice(0, -1), key.replace('gw_live_', 'gw_test_'), `${key.slice(0, -1)}=`, `${key.slice(0, -1)}\u0161`, 'x']) {
+      const answer = svc.authenticate(bad);
+      expect(answer, bad).to.equal(null); // a plain value, not a promise: nothing was looked up
+    }
+    expect(hashes).to.equal(1);
+    expect(svc.authenticate(key)).to.not.be.an.instanceOf(Promise); // the cached key, at once
+  });
+
   it('a revocation in this process is seen at once; one made elsewhere within the TTL', async () => {
     const svc = new KeyService(store.keys, 'secret', undefined, 150);
     const other = new KeyService(store.keys, 'secret', undefined, 150); // another instance on the same database
