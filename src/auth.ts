@@ -8,9 +8,11 @@ import crypto from 'node:crypto';
 import type { KeyRepo, KeyRecord } from './store/keys.js';
 
 export const KEY_PREFIX = 'gw_live_';
-const KEY_RE = /^gw_live_[A-Za-z0-9_-]{43}$/;
-/** A key's length: the prefix and 43 base64url characters. */
-const KEY_LENGTH = KEY_PREFIX.length + 43;
+/** 32 random bytes in base64url, unpadded. */
+const KEY_BODY = 43;
+const KEY_RE = new RegExp(`^${KEY_PREFIX}[A-Za-z0-9_-]{${KEY_BODY}}$`);
+/** A key's length: the prefix and its base64url characters. */
+const KEY_LENGTH = KEY_PREFIX.length + KEY_BODY;
 
 export function generateKey(): string {
   return KEY_PREFIX + crypto.randomBytes(32).toString('base64url');
