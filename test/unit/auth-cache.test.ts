@@ -56,6 +56,24 @@ describe('api keys: the authentication cache', () => {
     expect(svc.authenticate(key)).to.not.be.an.instanceOf(Promise); // the cached key, at once
   });
 
+  it('the admin credential: itself and nothing else, ASCII or not; an API key beside it is still looked up', async () => {
+    const ascii = new KeyService(store.keys, 'secret', 'admin-credential-0123456789', 5_000);
+    const admin = { keyId: 0, userId: 0, admin: true };
+    expect(ascii.authenticate('admin-credential-0123456789')).to.deep.equal(admin);
+    for (const other of ['admin-credential-012345678', 'admin-credential-01234567890', 'admin-credential-012345678X', 'Admin-credential-0123456789',
+      'admin-credential-012345678\u00e9', '']) {
+      expect(await ascii.authenticate(other), other).to.equal(null);
+    }
+    const { key } = await ascii.create('dave');
+    expect(await ascii.authenticate(key)).to.include({ admin: false });
+    // not ASCII: a presented string is refused by its length only when it has more UTF-16 units than the credential bytes
+    const wide = new KeyService(store.keys, 'secret', 'clé-\u2615', 5_000);
+    expect(wide.authenticate('clé-\u2615')).to.deep.equal(admin);
+    for (const other of ['clé-\u2614', 'cle-\u2615', 'clé-', 'clé-\u2615\u2615', 'cl\u00c3\u00a9-\u2615', 'abcdefghi', 'abcdefgh']) {
+      expect(await wide.authenticate(other), other).to.equal(null);
+    }
+  });
+
   it('a revocation in this process is seen at once; one made elsewhere within the TTL', async () => {
     const svc = new KeyService(store.keys, 'secret', undefined, 150);
     const other = new KeyService(store.keys, 'secret', undefined, 150); // another instance on the same database
