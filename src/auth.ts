@@ -94,8 +94,7 @@ export class KeyService {
   private isAdmin(presented: string): boolean {
     const admin = this.adminBytes!;
     if (this.adminAscii ? presented.length !== admin.length : presented.length > admin.length) return false;
-    const bytes = Buffer.from(presented);
-    return bytes.length === admin.length && crypto.timingSafeEqual(bytes, admin);
+    return safeEqual(presented, admin);
   }
 
   private async lookUp(presented: string, now: number): Promise<Principal | null> {
@@ -108,9 +107,9 @@ export class KeyService {
   }
 }
 
-function safeEqual(a: string, b: string): boolean {
+function safeEqual(a: string, b: string | Buffer): boolean {
   const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
+  const bb = typeof b === 'string' ? Buffer.from(b) : b;
   return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
 }
 
