@@ -73,7 +73,7 @@ export class KeyService {
    */
   authenticate(presented: string | undefined): Principal | null | Promise<Principal | null> {
     if (!presented) return null;
-    if (this.adminBytes && this.isAdmin(presented)) return { keyId: 0, userId: 0, admin: true };
+    if (this.adminBytes && this.isAdmin(presented, this.adminBytes)) return { keyId: 0, userId: 0, admin: true };
     // Only well-formed keys are cached (below), so a cached key needs no check of its form: its regular expression
     // was ~1,700 instructions of every request (docs/PERFORMANCE.md, session 53). The length is checked first, so a
     // long header is not hashed for the lookup.
@@ -91,8 +91,7 @@ export class KeyService {
    * credential's bytes are as many as its characters. (Unequal byte lengths were refused before the constant-time
    * compare already; only the allocations of both sides on every request are gone.)
    */
-  private isAdmin(presented: string): boolean {
-    const admin = this.adminBytes!;
+  private isAdmin(presented: string, admin: Buffer): boolean {
     if (this.adminAscii ? presented.length !== admin.length : presented.length > admin.length) return false;
     return safeEqual(presented, admin);
   }

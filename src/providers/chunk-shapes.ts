@@ -51,8 +51,9 @@ export interface ShapeMatch {
   /**
    * The chunk's object: the shape's own, with this chunk's values written into the holes. Valid until the next
    * match of the shape (a whole answer's until its `use` returns: AnswerShapes.readWhole): read it at once and keep
-   * none of its objects (what it is used for takes strings and numbers from it). Rebuilding the objects on the way to each hole instead cost more than the holes' scan: V8
-   * copies objects of many maps (hidden classes) at one spread site through its runtime (~2,200 instructions each).
+   * none of its objects (what it is used for takes strings and numbers from it). Rebuilding the objects on the way
+   * to each hole instead cost more than the holes' scan: V8 copies objects of many maps (hidden classes) at one
+   * spread site through its runtime (~2,200 instructions each).
    */
   chunk: any;
   /** A text hole's literal, as offsets of `data` (its inside: after the opening quote, at the closing one); -1: none. */
