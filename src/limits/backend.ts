@@ -75,10 +75,15 @@ class Window {
   }
 }
 
+/** The lease maps' count (keys with leases now or before) from which a new key's first lease drops the empty ones. */
+const LEASE_KEYS_SWEEP_AT = 1_000;
+
 /** Process-local state: exact for one instance. Empty windows are dropped so idle keys cost nothing. */
 export class MemoryLimitBackend implements LimitBackend {
   private windows = new Map<string, Window>();
   private leases = new Map<string, Map<string, number>>();
+  /** The next sweep of empty lease maps: at twice the count the last one left (amortised: never one per acquire). */
+  private sweepLeasesAt = LEASE_KEYS_SWEEP_AT;
 
   /** `key`'s window after expiry, or undefined when nothing is counted (and the key is forgotten). */
   private live(key: string, nowSec: number): Window | undefined {
@@ -118,6 +123,7 @@ export class MemoryLimitBackend implements LimitBackend {
 
   acquire(key: string, lease: string, limit: number, nowMs: number): boolean {
     let held = this.leases.get(key);
+    if (!held && this.leases.size >= this.sweepLeasesAt) this.dropIdleLeaseKeys();
     // Lapsed leases (their process stopped renewing them) are looked for only when they would make a difference.
     if (held && held.size >= limit) for (const [id, until] of held) if (until <= nowMs) held.delete(id);
     if ((held?.size ?? 0) >= limit) return false;
@@ -126,11 +132,18 @@ export class MemoryLimitBackend implements LimitBackend {
     return true;
   }
 
+  /**
+   * A key's map stays when its last lease goes (dropped with the others found empty once LEASE_KEYS_SWEEP_AT keys, or
+   * twice the count the last sweep left, have one): one request at a time, a map made, stored and deleted with each
+   * request cost a Map's store and delete and the delete's shrink of its table (docs/PERFORMANCE.md, session 54).
+   */
   async release(key: string, lease: string): Promise<void> {
-    const held = this.leases.get(key);
-    if (!held) return;
-    held.delete(lease);
-    if (!held.size) this.leases.delete(key);
+    this.leases.get(key)?.delete(lease);
+  }
+
+  private dropIdleLeaseKeys(): void {
+    for (const [key, held] of this.leases) if (!held.size) this.leases.delete(key);
+    this.sweepLeasesAt = Math.max(LEASE_KEYS_SWEEP_AT, 2 * this.leases.size);
   }
 
   async renew(key: string, leases: string[], nowMs: number): Promise<void> {

@@ -167,8 +167,8 @@ export class RateLimiter {
       }
       const headers = requestHeaders(lim, requests);
       if (tokens && lim.tokensPerMinute > 0) {
-        headers['X-RateLimit-Limit-Tokens'] = String(lim.tokensPerMinute);
-        headers['X-RateLimit-Remaining-Tokens'] = String(Math.max(0, lim.tokensPerMinute - tokens.count));
+        headers['X-RateLimit-Limit-Tokens'] = `${lim.tokensPerMinute}`;
+        headers['X-RateLimit-Remaining-Tokens'] = `${Math.max(0, lim.tokensPerMinute - tokens.count)}`;
       }
       let released = false;
       return {
@@ -215,38 +215,46 @@ export class RateLimiter {
     return names;
   }
 
+  /*
+   * A key's set stays when its last lease goes, and the renewal (every RENEW_EVERY_MS) drops the sets found empty:
+   * one request at a time, a set made, stored and deleted with each request cost a Map's store and delete and the
+   * delete's shrink of its table, in V8's runtime (docs/PERFORMANCE.md, session 54).
+   */
   private track(key: string, lease: string) {
-    const set = this.leases.get(key) ?? new Set<string>();
+    let set = this.leases.get(key);
+    if (!set) this.leases.set(key, (set = new Set<string>()));
     set.add(lease);
-    this.leases.set(key, set);
   }
 
   private untrack(key: string, lease: string) {
-    const set = this.leases.get(key);
-    set?.delete(lease);
-    if (set && !set.size) this.leases.delete(key);
+    this.leases.get(key)?.delete(lease);
   }
 
   private async renew(): Promise<void> {
     const now = this.now();
-    for (const [key, set] of this.leases) await this.backend.renew(key, [...set], now).catch(this.warn);
+    for (const [key, set] of this.leases) {
+      if (!set.size) this.leases.delete(key);
+      else await this.backend.renew(key, [...set], now).catch(this.warn);
+    }
   }
 }
 
+// Numbers made text by template literals: optimised code calls `String(n)`'s builtin, a template's conversion is
+// inlined (docs/PERFORMANCE.md, session 54).
 function requestHeaders(lim: RateLimitDefaults, w: WindowCount | undefined): Record<string, string> {
   if (!w || lim.requestsPerMinute <= 0) return {};
   return {
-    'X-RateLimit-Limit': String(lim.requestsPerMinute),
-    'X-RateLimit-Remaining': String(Math.max(0, lim.requestsPerMinute - w.count)),
-    'X-RateLimit-Reset': String(Math.ceil(w.resetMs / 1000)),
+    'X-RateLimit-Limit': `${lim.requestsPerMinute}`,
+    'X-RateLimit-Remaining': `${Math.max(0, lim.requestsPerMinute - w.count)}`,
+    'X-RateLimit-Reset': `${Math.ceil(w.resetMs / 1000)}`,
   };
 }
 
 function tokenHeaders(lim: RateLimitDefaults, w: WindowCount | undefined): Record<string, string> {
   if (!w || lim.tokensPerMinute <= 0) return {};
   return {
-    'X-RateLimit-Limit-Tokens': String(lim.tokensPerMinute),
-    'X-RateLimit-Remaining-Tokens': String(Math.max(0, lim.tokensPerMinute - w.count)),
+    'X-RateLimit-Limit-Tokens': `${lim.tokensPerMinute}`,
+    'X-RateLimit-Remaining-Tokens': `${Math.max(0, lim.tokensPerMinute - w.count)}`,
   };
 }
 

@@ -52,6 +52,36 @@ describe('RateLimiter', () => {
     expect(await l.admit(null)).to.equal(null);
   });
 
+  it('renewal: the live leases are renewed; a key whose leases were all released is not, and its set is dropped', async () => {
+    const backend = new MemoryLimitBackend();
+    const renewed: Array<[string, string[]]> = [];
+    const renew = backend.renew.bind(backend);
+    backend.renew = async (k, leases, now) => {
+      renewed.push([k, leases]);
+      return renew(k, leases, now);
+    };
+    const l = limiter({ requestsPerMinute: 0, tokensPerMinute: 0, concurrentRequests: 2 }, { backend });
+    const sets = () => (l as unknown as { leases: Map<string, Set<string>> }).leases;
+    const run = () => (l as unknown as { renew: () => Promise<void> }).renew();
+    const a = await l.admit(key(1));
+    const b = await l.admit(key(2));
+    const c = await l.admit(key(2));
+    a!.release();
+    expect(sets().size).to.equal(2); // key 1's set outlives its last lease until the renewal
+    await run();
+    expect(renewed.map(([k, leases]) => [k, leases.length])).to.deep.equal([['k2', 2]]);
+    expect([...sets().keys()]).to.deep.equal(['k2']);
+    b!.release();
+    c!.release();
+    await run();
+    expect(renewed).to.have.length(1);
+    expect(sets().size).to.equal(0);
+    // the slots are free: two are admitted again on each key
+    const again = await Promise.all([l.admit(key(1)), l.admit(key(1)), l.admit(key(2)), l.admit(key(2))]);
+    expect(again.every(Boolean)).to.equal(true);
+    await refused(l.admit(key(1)));
+  });
+
   it('concurrency: a slot per request until released; a request refused by the minute limit keeps no slot', async () => {
     const l = limiter({ requestsPerMinute: 3, tokensPerMinute: 0, concurrentRequests: 2 });
     const a = await l.admit(key(1));

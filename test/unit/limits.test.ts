@@ -101,6 +101,32 @@ for (const kind of KINDS) {
       expect(await b.acquire('c', 'z', 2, T0 + LEASE_TTL_MS + 7)).to.equal(true);
     });
 
+    if (kind === 'memory') {
+      it('a key keeps its lease map after its last lease, until a new key finds 1,000 of them: the empty ones are dropped', async () => {
+        const b = new MemoryLimitBackend();
+        const maps = () => (b as unknown as { leases: Map<string, Map<string, number>> }).leases;
+        // one request at a time on one key: the map stays, and the slots stay exact
+        for (let i = 0; i < 3; i++) {
+          expect(b.acquire('one', `l${i}`, 1, T0)).to.equal(true);
+          expect(b.acquire('one', `m${i}`, 1, T0)).to.equal(false);
+          await b.release('one', `l${i}`);
+        }
+        expect(maps().size).to.equal(1);
+        expect(b.acquire('held', 'h', 1, T0)).to.equal(true);
+        for (let k = 0; k < 998; k++) {
+          expect(b.acquire(`k${k}`, 'a', 1, T0)).to.equal(true);
+          await b.release(`k${k}`, 'a');
+        }
+        expect(maps().size).to.equal(1_000);
+        // the 1,001st key sweeps: the held one and the new one are left
+        expect(b.acquire('new', 'n', 1, T0)).to.equal(true);
+        expect([...maps().keys()].sort()).to.deep.equal(['held', 'new']);
+        expect(b.acquire('held', 'h2', 1, T0)).to.equal(false);
+        await b.release('held', 'h');
+        expect(b.acquire('held', 'h2', 1, T0)).to.equal(true);
+      });
+    }
+
     if (kind === 'redis') {
       it('two connections (two instances) racing 100 takes on one key admit exactly the limit', async () => {
         const [a, b] = [make(), make()];
