@@ -13,6 +13,7 @@ import type { CatalogReader, Offer } from '../catalog/types.js';
 import type { ProviderAdapter, Target } from '../providers/types.js';
 import { ApiError, insufficientCredits, notFound, forbidden } from '../errors.js';
 import { nanoToUsd, newHoldId, type HeldCredit } from '../store/credits.js';
+import { jsonNumber, jsonString } from '../wire/json-text.js';
 import type { Recorder } from './recorder.js';
 import type { CircuitBreakers } from './breaker.js';
 import type { AttemptMetrics } from '../metrics.js';
@@ -75,18 +76,58 @@ export interface Served {
   cost: Cost;
 }
 
-export const gatewayUsage = (s: Served) => ({
-  gateway: s.offer.gateway,
-  provider: s.offer.developer,
-  model: s.offer.upstreamModel,
-  cost_usd: nanoToUsd(s.cost.totalNano),
-  input_cost_usd: nanoToUsd(s.cost.inputNano),
-  output_cost_usd: nanoToUsd(s.cost.outputNano),
-  latency_ms: s.latencyMs,
-  time_to_first_token_ms: s.ttftMs,
-  attempts: s.attempts,
-  cached: false,
-});
+/**
+ * An answer's `gateway_usage` (the spec's ChatGatewayUsage): what was served and what it cost. A class rather than a
+ * literal so that a writer that knows the shape writes its JSON by hand (`json`, src/wire/openai-stream.ts): a
+ * completion's `JSON.stringify` of it was ~9,000 instructions a request (docs/PERFORMANCE.md, session 54). Its fields
+ * are the literal's, in the same order, so every serialisation of it is the literal's.
+ */
+export class GatewayUsage {
+  readonly gateway: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly cost_usd: number;
+  readonly input_cost_usd: number;
+  readonly output_cost_usd: number;
+  readonly latency_ms: number;
+  readonly time_to_first_token_ms: number | null;
+  readonly attempts: number;
+  readonly cached: boolean;
+
+  constructor(s: Served) {
+    this.gateway = s.offer.gateway;
+    this.provider = s.offer.developer;
+    this.model = s.offer.upstreamModel;
+    this.cost_usd = nanoToUsd(s.cost.totalNano);
+    this.input_cost_usd = nanoToUsd(s.cost.inputNano);
+    this.output_cost_usd = nanoToUsd(s.cost.outputNano);
+    this.latency_ms = s.latencyMs;
+    this.time_to_first_token_ms = s.ttftMs;
+    this.attempts = s.attempts;
+    this.cached = false;
+  }
+
+  /**
+   * `JSON.stringify(this)`'s text, written from the known shape (test/unit/json-text.test.ts compares them); a field
+   * not of its type (which the constructor's types rule out) sends the whole to JSON.stringify.
+   */
+  json(): string {
+    const cost = jsonNumber(this.cost_usd);
+    const input = jsonNumber(this.input_cost_usd);
+    const output = jsonNumber(this.output_cost_usd);
+    const latency = jsonNumber(this.latency_ms);
+    const ttft = this.time_to_first_token_ms === null ? 'null' : jsonNumber(this.time_to_first_token_ms);
+    const attempts = jsonNumber(this.attempts);
+    const { gateway, provider, model, cached } = this;
+    if (cost === undefined || input === undefined || output === undefined || latency === undefined || ttft === undefined || attempts === undefined
+      || typeof gateway !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof cached !== 'boolean') return JSON.stringify(this);
+    return `{"gateway":${jsonString(gateway)},"provider":${jsonString(provider)},"model":${jsonString(model)},"cost_usd":${cost},`
+      + `"input_cost_usd":${input},"output_cost_usd":${output},"latency_ms":${latency},"time_to_first_token_ms":${ttft},"attempts":${attempts},`
+      + `"cached":${cached}}`;
+  }
+}
+
+export const gatewayUsage = (s: Served): GatewayUsage => new GatewayUsage(s);
 
 export type Outcome = 'success' | 'error' | 'timeout' | 'rate_limited' | 'cancelled';
 

@@ -7,6 +7,7 @@
 import type { ChatResult, StreamEvent, Usage } from '../engine/types.js';
 import { sseData } from '../stream/sse.js';
 import { PLAIN_ASCII, flat, jsonIndex, jsonNumber, jsonString, literalOf, textKind } from './json-text.js';
+import { GatewayUsage } from '../engine/chat.js';
 
 export function wireUsage(u: Usage) {
   return {
@@ -71,9 +72,10 @@ export function completionJson(c: Completion): string {
   const fingerprint = jsonStringOrNull(c.system_fingerprint);
   if (nums.includes(undefined) || fingerprint === undefined || c.gateway_usage === undefined || typeof c.id !== 'string' || typeof c.model !== 'string') return JSON.stringify(c);
   const [created, prompt, completion, total, cached, reasoning] = nums;
+  const g = c.gateway_usage;
   return `{"id":${jsonString(c.id)},"object":"chat.completion","created":${created},"model":${jsonString(c.model)},"choices":[${choices}],`
     + `"usage":{"prompt_tokens":${prompt},"completion_tokens":${completion},"total_tokens":${total},"prompt_tokens_details":{"cached_tokens":${cached}},`
-    + `"completion_tokens_details":{"reasoning_tokens":${reasoning}}},"system_fingerprint":${fingerprint},"gateway_usage":${JSON.stringify(c.gateway_usage)}}`;
+    + `"completion_tokens_details":{"reasoning_tokens":${reasoning}}},"system_fingerprint":${fingerprint},"gateway_usage":${g instanceof GatewayUsage ? g.json() : JSON.stringify(g)}}`;
 }
 
 /** What follows a text delta's literal to the end of its frame. */

@@ -2,6 +2,18 @@ import { expect } from 'chai';
 import { PLAIN, PLAIN_ASCII, STRINGIFY, isAscii, jsonIndex, jsonString, literalOf, textKind } from '../../src/wire/json-text.js';
 import { OpenAIChunkWriter, completionJson, toCompletion } from '../../src/wire/openai-stream.js';
 import type { ChatResult } from '../../src/engine/types.js';
+import { GatewayUsage, type Served } from '../../src/engine/chat.js';
+
+/** The engine's gateway_usage for a served request (the offer's names, the cost in nano-USD, the timings). */
+function served(offer: Partial<Record<'gateway' | 'developer' | 'upstreamModel', string>> = {}, cost: Partial<Served['cost']> = {},
+  ttftMs: number | null = 41, latencyMs = 182, attempts = 1): GatewayUsage {
+  return new GatewayUsage({
+    offer: { gateway: 'dev', developer: 'acme', upstreamModel: 'm-1', ...offer } as Served['offer'],
+    attempts, latencyMs, ttftMs,
+    usage: { promptTokens: 1, completionTokens: 2, cachedTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+    cost: { totalNano: 123_000, inputNano: 100, outputNano: 122_900, ...cost } as Served['cost'],
+  });
+}
 
 /** src/wire/json-text.ts: the stream writer's serialisation of a text delta must be JSON.stringify's, exactly. */
 describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call for plain values)', () => {
@@ -86,7 +98,7 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
       result({ created: 1.5 }),
     ];
     for (const r of cases) {
-      for (const gu of [gateway, {}, { note: 'ünïcode' }]) {
+      for (const gu of [gateway, {}, { note: 'ünïcode' }, served()]) {
         const c = toCompletion(r, 'dev/modèle', gu);
         expect(completionJson(c), JSON.stringify(r).slice(0, 80)).to.equal(JSON.stringify(c));
       }
@@ -97,10 +109,33 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
     JSON.stringify = ((...args: Parameters<typeof stringify>) => { calls++; return stringify(...args); }) as typeof stringify;
     try {
       for (const r of cases.slice(0, 3)) completionJson(toCompletion(r, 'dev/m', gateway));
+      expect(calls).to.equal(4); // three gateway_usage literals, and the third case's lone surrogate through JSON.stringify
+      for (const r of cases.slice(0, 3)) completionJson(toCompletion(r, 'dev/m', served()));
+      expect(calls).to.equal(5); // the engine's GatewayUsage written by hand: only the lone surrogate again
     } finally {
       JSON.stringify = stringify;
     }
-    expect(calls).to.equal(4); // three gateway_usage objects, and the third case's lone surrogate through JSON.stringify
+  });
+
+  it('GatewayUsage: its JSON is JSON.stringify\'s, and the literal\'s it replaced (the same fields in the same order)', () => {
+    const literal = (g: GatewayUsage) => ({ gateway: g.gateway, provider: g.provider, model: g.model, cost_usd: g.cost_usd, input_cost_usd: g.input_cost_usd,
+      output_cost_usd: g.output_cost_usd, latency_ms: g.latency_ms, time_to_first_token_ms: g.time_to_first_token_ms, attempts: g.attempts, cached: g.cached });
+    const all = [
+      served(),
+      served({ gateway: 'gw "quoted"', developer: 'dév', upstreamModel: 'modèle/😀 \\ \n \ud800' }, { totalNano: 1, inputNano: 0, outputNano: 1 }, 0.25, 1234.5),
+      served({}, { totalNano: 123_456_789_012, inputNano: 7, outputNano: 123_456_789_005 }, null, 0, 3),
+      served({}, { totalNano: NaN, inputNano: Infinity, outputNano: -0 }, NaN, -Infinity),
+      served({ upstreamModel: 'x'.repeat(300) }),
+    ];
+    for (const g of all) {
+      expect(g.json()).to.equal(JSON.stringify(g));
+      expect(g.json()).to.equal(JSON.stringify(literal(g)));
+      expect(Object.keys(g)).to.deep.equal(Object.keys(literal(g)));
+    }
+    // a field of another type than declared: the whole through JSON.stringify, still its text
+    const odd = served();
+    (odd as unknown as { attempts: unknown }).attempts = undefined;
+    expect(odd.json()).to.equal(JSON.stringify(odd));
   });
 
   it('an index: JSON.stringify\'s output', () => {
