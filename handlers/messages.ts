@@ -1,7 +1,7 @@
 /** POST /v1/messages: the Anthropic Messages format over the same engine as chat completions. */
 import type { Handler } from '../src/app.js';
 import { ApiError, anthropicErrorType } from '../src/errors.js';
-import { parseMessagesRequest, toAnthropicMessage, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
+import { parseMessagesRequest, toAnthropicMessage, anthropicMessageJson, AnthropicEventWriter } from '../src/wire/anthropic-messages.js';
 import { gatewayUsage, clientError } from '../src/engine/chat.js';
 import { UpstreamError, emptyUsage } from '../src/engine/types.js';
 import { FrameSink, clientGone, endSse, startSse, writeFrame } from '../src/engine/respond.js';
@@ -23,6 +23,8 @@ export const createMessage: Handler = async (ctx) => {
     body.gateway_usage = gatewayUsage(served);
     return {
       body,
+      // a mapped answer's text written from its known shape, a native one's by JSON.stringify (sendJson)
+      text: result.anthropicMessage ? undefined : anthropicMessageJson(body),
       headers: { 'X-Gateway-Provider': served.offer.gateway, 'X-Gateway-Model': served.offer.upstreamModel },
     };
   }

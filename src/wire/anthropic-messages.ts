@@ -6,7 +6,8 @@
 import { randomHex } from '../ids.js';
 import { badRequest } from '../errors.js';
 import { sseData } from '../stream/sse.js';
-import { PLAIN_ASCII, jsonIndex, literalOf, textKind } from './json-text.js';
+import { PLAIN_ASCII, jsonIndex, jsonNumber, jsonString, literalOf, textKind } from './json-text.js';
+import { GatewayUsage } from '../engine/chat.js';
 import type { ChatRequest, ChatResult, ContentPart, FinishReason, Message, StreamEvent, ToolChoice, Usage } from '../engine/types.js';
 
 type Block = Record<string, any>;
@@ -115,6 +116,36 @@ export function toAnthropicMessage(result: ChatResult, model: string): Record<st
     stop_sequence: c?.finishReason === 'stop' ? c?.stopSequence ?? null : null,
     usage: anthropicUsage(result.usage!),
   };
+}
+
+/**
+ * `JSON.stringify(m)`'s text for a message `toAnthropicMessage` made and the Messages handler then gave its `model` and,
+ * last, its `gateway_usage` (a GatewayUsage), written from that known shape: text blocks only, the usage's four counts.
+ * JSON.stringify walks such an object in V8's runtime (~20,000 instructions for a short answer; a completion's text is
+ * written so too: completionJson, docs/PERFORMANCE.md, session 54). Anything else is undefined, and the caller serialises
+ * the object; a native answer (the upstream's own message, whose fields are the upstream's) is never passed here. The
+ * same text (test/unit/json-text.test.ts compares them).
+ */
+export function anthropicMessageJson(m: Record<string, unknown>): string | undefined {
+  const { id, model, content, stop_reason: stop, stop_sequence: seq, usage, gateway_usage: g } = m;
+  if (m.type !== 'message' || m.role !== 'assistant' || typeof id !== 'string' || typeof model !== 'string' || !Array.isArray(content)
+    || typeof stop !== 'string' || (seq !== null && typeof seq !== 'string') || typeof usage !== 'object' || usage === null || !(g instanceof GatewayUsage)) {
+    return undefined;
+  }
+  let blocks = '';
+  for (const b of content as Block[]) {
+    if (b.type !== 'text' || typeof b.text !== 'string') return undefined;
+    blocks += `${blocks ? ',' : ''}{"type":"text","text":${jsonString(b.text)}}`;
+  }
+  const u = usage as Record<string, unknown>;
+  const input = jsonNumber(u.input_tokens);
+  const output = jsonNumber(u.output_tokens);
+  const creation = jsonNumber(u.cache_creation_input_tokens);
+  const read = jsonNumber(u.cache_read_input_tokens);
+  if (input === undefined || output === undefined || creation === undefined || read === undefined) return undefined;
+  return `{"id":${jsonString(id)},"type":"message","role":"assistant","model":${jsonString(model)},"content":[${blocks}],`
+    + `"stop_reason":${jsonString(stop)},"stop_sequence":${seq === null ? 'null' : jsonString(seq)},"usage":{"input_tokens":${input},`
+    + `"output_tokens":${output},"cache_creation_input_tokens":${creation},"cache_read_input_tokens":${read}},"gateway_usage":${g.json()}}`;
 }
 
 function safeJson(s: string): unknown {

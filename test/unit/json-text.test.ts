@@ -3,6 +3,7 @@ import { PLAIN, PLAIN_ASCII, STRINGIFY, isAscii, jsonIndex, jsonString, literalO
 import { OpenAIChunkWriter, completionJson, toCompletion } from '../../src/wire/openai-stream.js';
 import type { ChatResult } from '../../src/engine/types.js';
 import { GatewayUsage, type Served } from '../../src/engine/chat.js';
+import { anthropicMessageJson, toAnthropicMessage } from '../../src/wire/anthropic-messages.js';
 
 /** The engine's gateway_usage for a served request (the offer's names, the cost in nano-USD, the timings). */
 function served(offer: Partial<Record<'gateway' | 'developer' | 'upstreamModel', string>> = {}, cost: Partial<Served['cost']> = {},
@@ -136,6 +137,40 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
     const odd = served();
     (odd as unknown as { attempts: unknown }).attempts = undefined;
     expect(odd.json()).to.equal(JSON.stringify(odd));
+  });
+
+  it('anthropicMessageJson: JSON.stringify\'s text for a mapped message of text blocks, undefined for any other', () => {
+    const usage = { promptTokens: 12, completionTokens: 7, cachedTokens: 3, cacheWriteTokens: 2, reasoningTokens: 1 };
+    const result = (over: Partial<ChatResult>, choice: Partial<ChatResult['choices'][number]> = {}): ChatResult => ({
+      id: 'abc', model: 'm', created: 1_700_000_000, usage, choices: [{ index: 0, content: 'Hello there.', finishReason: 'stop', ...choice }], ...over,
+    });
+    // as the Messages handler makes it: the mapped message, its model renamed, gateway_usage last
+    const message = (r: ChatResult, g: unknown = served()) => {
+      const m = toAnthropicMessage(r, 'dev/m');
+      m.model = 'dev/modèle';
+      m.gateway_usage = g;
+      return m;
+    };
+    const written = [
+      result({}),
+      result({ id: 'msg_01' }, { content: 'café "quoted" \\ line\nbreak 😀 \ud800 lone', finishReason: 'length' }),
+      result({}, { content: 'x'.repeat(5000), stopSequence: 'END' }),
+      result({}, { content: 'stopped', finishReason: 'stop', stopSequence: 'señal' }),
+      result({}, { content: '' }),
+      result({}, { content: 'filtered', finishReason: 'content_filter' }),
+      result({ usage: { ...usage, promptTokens: NaN } }),
+    ];
+    for (const r of written) {
+      const m = message(r);
+      expect(anthropicMessageJson(m), JSON.stringify(m).slice(0, 80)).to.equal(JSON.stringify(m));
+    }
+    const others = [
+      message(result({}, { content: null, toolCalls: [{ id: 't', name: 'f', arguments: '{"a":1}' }], finishReason: 'tool_calls' })),
+      message(result({}, { thinking: [{ text: 'hm', signature: 's' }] } as never)),
+      message(result({}), { gateway: 'dev' }),
+      { ...message(result({})), type: 'other' },
+    ];
+    for (const m of others) expect(anthropicMessageJson(m)).to.equal(undefined);
   });
 
   it('an index: JSON.stringify\'s output', () => {
