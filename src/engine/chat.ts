@@ -78,8 +78,9 @@ export interface Served {
 
 /**
  * An answer's `gateway_usage` (the spec's ChatGatewayUsage): what was served and what it cost. A class rather than a
- * literal so that a writer that knows the shape writes its JSON by hand (`json`, src/wire/openai-stream.ts): a
- * completion's `JSON.stringify` of it was ~9,000 instructions a request (docs/PERFORMANCE.md, session 54). Its fields
+ * literal so that the writers that know the shape write its JSON by hand (`json`: completionJson and
+ * anthropicMessageJson): a completion's `JSON.stringify` of it was ~9,000 instructions a request (docs/PERFORMANCE.md,
+ * session 54). Its fields
  * are the literal's, in the same order, so every serialisation of it is the literal's.
  */
 export class GatewayUsage {

@@ -5,6 +5,14 @@ import type { ChatResult } from '../../src/engine/types.js';
 import { GatewayUsage, type Served } from '../../src/engine/chat.js';
 import { anthropicMessageJson, toAnthropicMessage } from '../../src/wire/anthropic-messages.js';
 
+/** The engine's usage of a result: cache reads and writes both present (Anthropic's input_tokens leaves them out). */
+const USAGE = { promptTokens: 12, completionTokens: 7, cachedTokens: 3, cacheWriteTokens: 2, reasoningTokens: 1 };
+
+/** A completed chat result of one text choice, with `over` and `choice` in place of its fields. */
+const result = (over: Partial<ChatResult>, choice: Partial<ChatResult['choices'][number]> = {}): ChatResult => ({
+  id: 'abc', model: 'm', created: 1_700_000_000, usage: USAGE, choices: [{ index: 0, content: 'Hello there.', finishReason: 'stop', ...choice }], ...over,
+});
+
 /** The engine's gateway_usage for a served request (the offer's names, the cost in nano-USD, the timings). */
 function served(offer: Partial<Record<'gateway' | 'developer' | 'upstreamModel', string>> = {}, cost: Partial<Served['cost']> = {},
   ttftMs: number | null = 41, latencyMs = 182, attempts = 1): GatewayUsage {
@@ -80,10 +88,6 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
   });
 
   it('completionJson: JSON.stringify\'s text for every completion, written by hand for the usual ones', () => {
-    const usage = { promptTokens: 12, completionTokens: 7, cachedTokens: 3, cacheWriteTokens: 0, reasoningTokens: 1 };
-    const result = (over: Partial<ChatResult>, choice: Partial<ChatResult['choices'][number]> = {}): ChatResult => ({
-      id: 'abc', model: 'm', created: 1_700_000_000, usage, choices: [{ index: 0, content: 'Hello there.', finishReason: 'stop', ...choice }], ...over,
-    });
     const gateway = { gateway: 'dev', provider: 'acme', model: 'm-1', cost_usd: 0.000123, input_cost_usd: 1e-7, output_cost_usd: 0, latency_ms: 12.5,
       time_to_first_token_ms: null, attempts: 1, cached: false };
     const cases: ChatResult[] = [
@@ -95,7 +99,7 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
       result({ choices: [{ index: 0, content: 'a', finishReason: 'stop' }, { index: 1, content: 'b', finishReason: 'length' }] }),
       result({}, { content: null, toolCalls: [{ id: 't', name: 'f', arguments: '{"a":1}' }], finishReason: 'tool_calls' }),
       result({}, { logprobs: { content: [] } as never }),
-      result({ usage: { ...usage, promptTokens: NaN } }),
+      result({ usage: { ...USAGE, promptTokens: NaN } }),
       result({ created: 1.5 }),
     ];
     for (const r of cases) {
@@ -140,10 +144,6 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
   });
 
   it('anthropicMessageJson: JSON.stringify\'s text for a mapped message of text blocks, undefined for any other', () => {
-    const usage = { promptTokens: 12, completionTokens: 7, cachedTokens: 3, cacheWriteTokens: 2, reasoningTokens: 1 };
-    const result = (over: Partial<ChatResult>, choice: Partial<ChatResult['choices'][number]> = {}): ChatResult => ({
-      id: 'abc', model: 'm', created: 1_700_000_000, usage, choices: [{ index: 0, content: 'Hello there.', finishReason: 'stop', ...choice }], ...over,
-    });
     // as the Messages handler makes it: the mapped message, its model renamed, gateway_usage last
     const message = (r: ChatResult, g: unknown = served()) => {
       const m = toAnthropicMessage(r, 'dev/m');
@@ -158,7 +158,7 @@ describe('unit: jsonString / jsonIndex (JSON.stringify without the runtime call 
       result({}, { content: 'stopped', finishReason: 'stop', stopSequence: 'señal' }),
       result({}, { content: '' }),
       result({}, { content: 'filtered', finishReason: 'content_filter' }),
-      result({ usage: { ...usage, promptTokens: NaN } }),
+      result({ usage: { ...USAGE, promptTokens: NaN } }),
     ];
     for (const r of written) {
       const m = message(r);
