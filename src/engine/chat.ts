@@ -80,8 +80,7 @@ export interface Served {
  * An answer's `gateway_usage` (the spec's ChatGatewayUsage): what was served and what it cost. A class rather than a
  * literal so that the writers that know the shape write its JSON by hand (`json`: completionJson and
  * anthropicMessageJson): a completion's `JSON.stringify` of it was ~9,000 instructions a request (docs/PERFORMANCE.md,
- * session 54). Its fields
- * are the literal's, in the same order, so every serialisation of it is the literal's.
+ * session 54). Its fields are the literal's, in the same order, so every serialisation of it is the literal's.
  */
 export class GatewayUsage {
   readonly gateway: string;
