@@ -2,7 +2,8 @@
  * API keys: `gw_live_` + 43 url-safe characters (32 random bytes). Stored only as HMAC-SHA256 with the server
  * secret; looked up by that hash and compared in constant time. Lookups are cached briefly in memory so the
  * hot path does no I/O; revocation in this process drops the cache entry at once, and another process's
- * revocation is seen within the cache TTL.
+ * revocation is seen within the cache TTL. A key in use is looked up again in the background once its entry is half
+ * the TTL old, so its requests do not wait for that lookup every TTL.
  */
 import crypto from 'node:crypto';
 import type { KeyRepo, KeyRecord } from './store/keys.js';
@@ -31,7 +32,9 @@ export interface Principal {
 
 export class KeyService {
   /** Presented key -> its principal (null: unknown or revoked), for `cacheTtlMs`. */
-  private cache = new Map<string, { principal: Principal | null; at: number }>();
+  private cache = new Map<string, CachedKey>();
+  /** Bumped by a revocation here: a lookup begun before it does not put what it read in the cache. */
+  private generation = 0;
   /** The admin credential's UTF-8 bytes, made once (the comparison on every request made them anew). */
   private readonly adminBytes: Buffer | undefined;
   /** The admin credential is ASCII: a presented string of another length can then not be it. */
@@ -61,6 +64,7 @@ export class KeyService {
 
   async revoke(id: number): Promise<boolean> {
     const ok = await this.repo.revoke(id);
+    this.generation++;
     this.cache.clear();
     return ok;
   }
@@ -80,9 +84,20 @@ export class KeyService {
     if (presented.length !== KEY_LENGTH) return null;
     const now = Date.now();
     const hit = this.cache.get(presented);
-    if (hit && now - hit.at <= this.cacheTtlMs) return hit.principal && { ...hit.principal };
+    if (hit && now - hit.at <= this.cacheTtlMs) {
+      // Half the TTL old: looked up again in the background (once), the entry still answering until it lands. What
+      // is answered is never older than the TTL, as before; only the wait for the lookup leaves the request's path.
+      if (!hit.refreshing && 2 * (now - hit.at) > this.cacheTtlMs) this.refresh(presented, hit, now);
+      return hit.principal && { ...hit.principal };
+    }
     if (!isWellFormedKey(presented)) return null;
     return this.lookUp(presented, now);
+  }
+
+  private refresh(presented: string, hit: CachedKey, now: number): void {
+    hit.refreshing = true;
+    // A failed lookup (the database away) leaves the entry to its TTL; the next request after it tries again.
+    this.lookUp(presented, now).catch(() => { hit.refreshing = false; });
   }
 
   /**
@@ -96,14 +111,30 @@ export class KeyService {
     return safeEqual(presented, admin);
   }
 
+  /** `now`: when the lookup begins, the time its answer is cached as of (never later than the database was read). */
   private async lookUp(presented: string, now: number): Promise<Principal | null> {
+    const generation = this.generation;
     const h = this.hash(presented);
     const rec = (await this.repo.findByHash(h)) ?? null;
-    const hit = { principal: rec && !rec.revoked_at && safeEqual(rec.key_hash, h) ? { keyId: rec.id, userId: rec.user_id, admin: false } : null, at: now };
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(presented, hit);
+    const hit: CachedKey = {
+      principal: rec && !rec.revoked_at && safeEqual(rec.key_hash, h) ? { keyId: rec.id, userId: rec.user_id, admin: false } : null,
+      at: now,
+      refreshing: false,
+    };
+    if (generation === this.generation) {
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(presented, hit);
+    }
     return hit.principal && { ...hit.principal };
   }
+}
+
+interface CachedKey {
+  principal: Principal | null;
+  /** When the lookup that made it began. */
+  at: number;
+  /** A lookup of the key is under way in the background. */
+  refreshing: boolean;
 }
 
 function safeEqual(a: string, b: string | Buffer): boolean {

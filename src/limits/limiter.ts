@@ -41,13 +41,17 @@ const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 /** Concurrency lease ids: unique across instances (a random prefix per process) without a UUID per request. */
 const LEASE_PREFIX = `${crypto.randomUUID()}:`;
 let leaseSeq = 0;
+/** A key's limits as read, `at` when the read began; `refreshing`: a read is under way in the background. */
+interface CachedLimits { limits: RateLimitDefaults; at: number; refreshing: boolean }
 /** A key's names in the backend (its window of tokens, of requests, and its leases'). */
 interface KeyNames { key: string; tpm: string; rpm: string }
 /** Names kept for at most this many keys (then forgotten all at once and made again as they come). */
 const MAX_NAMES = 10_000;
 
 export class RateLimiter {
-  private overrides = new Map<number, { limits: RateLimitDefaults; at: number }>();
+  private overrides = new Map<number, CachedLimits>();
+  /** Bumped by `forget`: a load begun before it does not put what it read in the cache. */
+  private generation = 0;
   private readonly names = new Map<number, KeyNames>();
   /** Live concurrency leases of this process, per backend key, renewed so they outlive long streams. */
   private leases = new Map<string, Set<string>>();
@@ -78,27 +82,48 @@ export class RateLimiter {
 
   /**
    * The limits in force for a key (overrides cached briefly; `forget` drops the cache after a change): at once when
-   * cached, else a promise.
+   * cached, else a promise. A key in use has its limits read again in the background once they are half the TTL old
+   * (the cached ones answer until then), so its requests do not wait for that read every TTL.
    */
   limitsFor(keyId: number): RateLimitDefaults | Promise<RateLimitDefaults> {
     const hit = this.overrides.get(keyId);
-    if (hit && this.now() - hit.at < OVERRIDE_TTL_MS) return hit.limits;
+    if (hit) {
+      const age = this.now() - hit.at;
+      if (age < OVERRIDE_TTL_MS) {
+        if (!hit.refreshing && 2 * age >= OVERRIDE_TTL_MS) this.refresh(keyId, hit);
+        return hit.limits;
+      }
+    }
     return this.load(keyId);
   }
 
+  private refresh(keyId: number, hit: CachedLimits): void {
+    hit.refreshing = true;
+    // A failed read leaves the cached limits to their TTL; the next request after it tries again.
+    this.load(keyId).catch((err) => {
+      hit.refreshing = false;
+      this.warn(err);
+    });
+  }
+
   private async load(keyId: number): Promise<RateLimitDefaults> {
+    const generation = this.generation;
+    const at = this.now();
     const own = await this.repo.get(keyId);
     const limits = {
       requestsPerMinute: own?.requests_per_minute ?? this.defaults.requestsPerMinute,
       tokensPerMinute: own?.tokens_per_minute ?? this.defaults.tokensPerMinute,
       concurrentRequests: own?.concurrent_requests ?? this.defaults.concurrentRequests,
     };
-    if (this.overrides.size > 10_000) this.overrides.clear();
-    this.overrides.set(keyId, { limits, at: this.now() });
+    if (generation === this.generation) {
+      if (this.overrides.size > 10_000) this.overrides.clear();
+      this.overrides.set(keyId, { limits, at, refreshing: false });
+    }
     return limits;
   }
 
   forget(keyId: number): void {
+    this.generation++;
     this.overrides.delete(keyId);
   }
 

@@ -140,6 +140,69 @@ describe('RateLimiter', () => {
     expect(await l.update(999, {})).to.equal(undefined);
   });
 
+  it("a key's limits in use are read again in the background at half their TTL: no request waits for it; a change made here is not undone by a read begun before it; a failed read leaves them to the TTL", async () => {
+    const clock = { t: T0 };
+    const own: Record<number, KeyLimits> = {};
+    const held: Array<() => void> = [];
+    const g = { gets: 0, holdNext: false, fail: false };
+    const repo = {
+      get: async (id: number) => {
+        g.gets++;
+        if (g.fail) throw new Error('database away');
+        const row = own[id] && { ...own[id] };
+        if (g.holdNext) {
+          g.holdNext = false;
+          await new Promise<void>((r) => held.push(r));
+        }
+        return row;
+      },
+      set: async (id: number, l: KeyLimits) => { own[id] = l; },
+    };
+    const keys = { get: async (id: number) => ({ id } as any) };
+    const l = new RateLimiter(new MemoryLimitBackend(), { requestsPerMinute: 5, tokensPerMinute: 0, concurrentRequests: 0 }, repo as any, keys,
+      createLogger('silent'), () => clock.t);
+    const until = async (done: () => boolean) => { for (let i = 0; i < 50 && !done(); i++) await new Promise((r) => setImmediate(r)); };
+    const rpm = () => { const lim = l.limitsFor(1); expect(lim).to.not.be.an.instanceOf(Promise); return (lim as { requestsPerMinute: number }).requestsPerMinute; };
+
+    expect(await l.limitsFor(1)).to.include({ requestsPerMinute: 5 }); // the first read is on the path
+    expect(g.gets).to.equal(1);
+    clock.t += 2_499;
+    expect(rpm()).to.equal(5);
+    expect(g.gets).to.equal(1);
+    own[1] = { requests_per_minute: 7, tokens_per_minute: null, concurrent_requests: null }; // set by another instance
+    clock.t += 1; // half the TTL: answered from the cache, read again once in the background
+    expect(rpm()).to.equal(5);
+    expect(rpm()).to.equal(5);
+    expect(g.gets).to.equal(2);
+    await until(() => rpm() === 7);
+    expect(rpm()).to.equal(7);
+    expect(g.gets).to.equal(2);
+    expect((await l.admit(key(1)))!.headers['X-RateLimit-Limit']).to.equal('7');
+
+    // a background read that read 7, held back while the admin sets 9 here: it does not put 7 back
+    clock.t += 2_500;
+    g.holdNext = true;
+    expect(rpm()).to.equal(7);
+    await until(() => held.length === 1);
+    expect((await l.update(1, { requests_per_minute: 9 }))!.effective.requests_per_minute).to.equal(9);
+    held.shift()!();
+    await until(() => false);
+    expect(rpm()).to.equal(9);
+
+    // failed reads: nothing thrown at the requests, the cached limits answer until their TTL, each request after a failure tries again
+    const gets = g.gets;
+    g.fail = true;
+    clock.t += 2_500;
+    expect(rpm()).to.equal(9);
+    await until(() => false);
+    expect(rpm()).to.equal(9);
+    expect(g.gets).to.equal(gets + 2);
+    await until(() => false);
+    clock.t += 2_500; // past the TTL: the read is on the path again
+    expect(l.limitsFor(1)).to.be.an.instanceOf(Promise);
+    g.fail = false;
+  });
+
   it('fails open when the backend fails (a Redis outage never blocks requests), whether it rejects or throws', async () => {
     const rejecting: LimitBackend = new MemoryLimitBackend();
     rejecting.take = async () => { throw new Error('connection is closed'); };
