@@ -173,7 +173,7 @@ export class Dispatcher {
     const url = req.url || '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    const m = this.o.routes.match(req.method!.toLowerCase(), path);
+    const m = this.o.routes.match(req.method!, path);
     if (m === 404) {
       return sendError(req, res, new ApiError(404, 'not_found_error', `No route for ${req.method} ${path}.`, 'route_not_found'), logger);
     }

@@ -9,6 +9,8 @@ import type { OpenAPIBackend, Operation } from 'openapi-backend';
 
 interface Compiled {
   op: Operation;
+  /** The operation's method in upper case, as Node gives a request's. */
+  method: string;
   re: RegExp;
   names: string[];
   specificity: number;
@@ -25,8 +27,8 @@ const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, st
 
 export class Routes {
   /**
-   * Paths without parameters, then methods: no key is built per request (a `${method} ${path}` string was a new
-   * two-piece string, flattened and hashed at each lookup).
+   * Paths without parameters, then methods (upper case): no key is built per request (a `${method} ${path}` string was
+   * a new two-piece string, flattened and hashed at each lookup; a method in lower case was a new string, hashed too).
    */
   private readonly exact = new Map<string, Map<string, Operation>>();
   private readonly templates: Compiled[] = [];
@@ -36,11 +38,12 @@ export class Routes {
       if (!op.path.includes('{')) {
         let methods = this.exact.get(op.path);
         if (!methods) this.exact.set(op.path, (methods = new Map()));
-        methods.set(op.method, op);
+        methods.set(op.method.toUpperCase(), op);
       }
       const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
       this.templates.push({
         op,
+        method: op.method.toUpperCase(),
         names,
         re: new RegExp(`^${op.path.split(/\{[^}]+\}/).map(escape).join('([^/]+)')}$`),
         specificity: op.path.replace(/\{.*?\}/g, '').length,
@@ -49,7 +52,10 @@ export class Routes {
     this.templates.sort((a, b) => b.specificity - a.specificity);
   }
 
-  /** `method` in lower case; `path` without the query string. */
+  /**
+   * `method` in upper case, as Node's parser gives it (`req.method`: one of its constant strings, whose hash V8 keeps);
+   * `path` without the query string.
+   */
   match(method: string, path: string): RouteMatch | 404 | 405 {
     const hit = this.exact.get(path)?.get(method);
     if (hit) return { op: hit, params: NO_PARAMS };
@@ -58,7 +64,7 @@ export class Routes {
       const m = t.re.exec(path);
       if (!m) continue;
       pathMatched = true;
-      if (t.op.method !== method) continue;
+      if (t.method !== method) continue;
       const params: Record<string, string> = {};
       try {
         t.names.forEach((name, i) => { params[name] = decodeURIComponent(m[i + 1]); });
@@ -73,7 +79,7 @@ export class Routes {
   /** The methods (upper case) some operation serves on `path`. */
   allowed(path: string): string[] {
     const bare = path.length > 1 ? path.replace(/\/$/, '') : path;
-    return this.templates.filter((t) => t.re.test(path) || t.re.test(bare)).map((t) => t.op.method.toUpperCase());
+    return this.templates.filter((t) => t.re.test(path) || t.re.test(bare)).map((t) => t.method);
   }
 }
 
@@ -86,7 +92,7 @@ export function installFastRouter(api: OpenAPIBackend): Routes {
   const routes = new Routes(ops);
   router.matchOperation = (req, strict) => {
     const path = (req.path.split('?')[0] || '/').replace(/^(?!\/)/, '/');
-    const m = routes.match(req.method.toLowerCase(), path);
+    const m = routes.match(req.method.toUpperCase(), path);
     if (typeof m === 'object') return m.op;
     if (!strict) return undefined;
     throw new Error(m === 405 ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request');
