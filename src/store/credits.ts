@@ -208,7 +208,7 @@ export class CreditRepo {
         if (changed) this.saw(userId, Number(batch.value(BALANCE).get(userId)));
       }
       const charged = held - delta;
-      if (charged !== 0) batch.statement(INSERT_LEDGER).run(userId, -charged, 'charge', holdId, at);
+      if (charged !== 0) batch.statement(INSERT_CHARGE).run(userId, -charged, holdId, at);
       return charged;
     });
   }
@@ -262,7 +262,8 @@ export class CreditRepo {
 }
 
 const BALANCE = 'select balance_nano from credit_balances where user_id = ?';
-const INSERT_LEDGER = 'insert into credit_ledger (user_id, delta_nano, kind, reference, created_at) values (?, ?, ?, ?, ?)';
+/** A settle's ledger row. Its kind is in the text: each string bound is encoded and copied by the driver (~640 instructions). */
+const INSERT_CHARGE = "insert into credit_ledger (user_id, delta_nano, kind, reference, created_at) values (?, ?, 'charge', ?, ?)";
 
 async function ensureRow(trx: Transaction<Database>, userId: number) {
   await trx.insertInto('credit_balances').values({ user_id: userId, balance_nano: 0, updated_at: isoTime() })
