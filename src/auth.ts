@@ -96,8 +96,10 @@ export class KeyService {
 
   private refresh(presented: string, hit: CachedKey, now: number): void {
     hit.refreshing = true;
-    // A failed lookup (the database away) leaves the entry to its TTL; the next request after it tries again.
-    this.lookUp(presented, now).catch(() => { hit.refreshing = false; });
+    // A failed lookup (the database away), or one a revocation here made stale, leaves the entry to its TTL; the next
+    // request after it tries again. (A lookup that landed replaced the entry.)
+    const done = () => { hit.refreshing = false; };
+    this.lookUp(presented, now).then(done, done);
   }
 
   /**

@@ -99,8 +99,9 @@ export class RateLimiter {
 
   private refresh(keyId: number, hit: CachedLimits): void {
     hit.refreshing = true;
-    // A failed read leaves the cached limits to their TTL; the next request after it tries again.
-    this.load(keyId).catch((err) => {
+    // A failed read, or one a change here made stale (not cached: `load`), leaves the cached limits to their TTL; the
+    // next request after it tries again. (A read that landed replaced the entry.)
+    this.load(keyId).then(() => { hit.refreshing = false; }, (err) => {
       hit.refreshing = false;
       this.warn(err);
     });

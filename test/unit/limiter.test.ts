@@ -198,9 +198,30 @@ describe('RateLimiter', () => {
     expect(rpm()).to.equal(9);
     expect(g.gets).to.equal(gets + 2);
     await until(() => false);
-    clock.t += 2_500; // past the TTL: the read is on the path again
-    expect(l.limitsFor(1)).to.be.an.instanceOf(Promise);
+    clock.t += 2_500; // past the TTL: the read is on the path again, and its failure is the request's
+    const onPath = l.limitsFor(1);
+    expect(onPath).to.be.an.instanceOf(Promise);
+    let err: unknown;
+    await (onPath as Promise<unknown>).catch((e) => { err = e; });
+    expect((err as Error)?.message).to.equal('database away');
     g.fail = false;
+
+    // another key's background read made stale by that change is not cached, and its next request reads again
+    const rpm2 = () => (l.limitsFor(2) as { requestsPerMinute: number }).requestsPerMinute;
+    expect(await l.limitsFor(2)).to.include({ requestsPerMinute: 5 });
+    clock.t += 2_500;
+    const before = g.gets;
+    g.holdNext = true;
+    expect(rpm2()).to.equal(5);
+    await until(() => held.length === 1);
+    own[2] = { requests_per_minute: 11, tokens_per_minute: null, concurrent_requests: null }; // set by another instance
+    l.forget(1); // a change here, to another key
+    held.shift()!(); // key 2's read lands with 5, read before the change: not cached
+    await until(() => false);
+    expect(rpm2()).to.equal(5);
+    expect(g.gets).to.equal(before + 2); // its next request read again, at once in the background
+    await until(() => rpm2() === 11);
+    expect(rpm2()).to.equal(11);
   });
 
   it('fails open when the backend fails (a Redis outage never blocks requests), whether it rejects or throws', async () => {
