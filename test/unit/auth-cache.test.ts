@@ -95,16 +95,26 @@ describe('api keys: the authentication cache', () => {
     };
     return g;
   }
+
+  /** Runs `body` with `Date.now` (the cache's clock) answering `clock.now`; the real one is put back after. */
+  async function withClock(start: number, body: (clock: { now: number }) => Promise<void>) {
+    const clock = { now: start };
+    const realNow = Date.now;
+    Date.now = () => clock.now;
+    try {
+      await body(clock);
+    } finally {
+      Date.now = realNow;
+    }
+  }
+
   /** Turns of the event loop until `done` (a background lookup landed), at most 50. */
   async function until(done: () => boolean) {
     for (let i = 0; i < 50 && !done(); i++) await new Promise((r) => setImmediate(r));
   }
 
   it('a key in use is looked up again in the background at half the TTL: its requests never wait, and what they get is never older than the TTL', async () => {
-    let now = 2_000_000;
-    const realNow = Date.now;
-    Date.now = () => now;
-    try {
+    await withClock(2_000_000, async (clock) => {
       const g = gatedKeys();
       const svc = new KeyService(g.repo, 'secret', undefined, 5_000);
       const other = new KeyService(store.keys, 'secret', undefined, 5_000); // another instance: revokes elsewhere
@@ -112,16 +122,16 @@ describe('api keys: the authentication cache', () => {
       const me = { keyId: record.id, userId: record.user_id, admin: false };
       expect(await svc.authenticate(key)).to.deep.equal(me); // the first: looked up on the request's path
       expect(g.lookups).to.equal(1);
-      now += 2_500; // half the TTL: not yet
+      clock.now += 2_500; // half the TTL: not yet
       expect(svc.authenticate(key)).to.deep.equal(me);
       expect(g.lookups).to.equal(1);
       await other.revoke(record.id); // revoked by another instance: this one answers from its cache within the TTL
-      now += 1; // past half: answered at once from the cache, and looked up once in the background
+      clock.now += 1; // past half: answered at once from the cache, and looked up once in the background
       g.gate = true;
       expect(svc.authenticate(key)).to.deep.equal(me);
       expect(svc.authenticate(key)).to.deep.equal(me);
       expect(g.lookups).to.equal(2); // one lookup for both requests
-      now += 2_000; // 4,501 ms since the first lookup began: still within the TTL, the lookup still held back
+      clock.now += 2_000; // 4,501 ms since the first lookup began: still within the TTL, the lookup still held back
       expect(svc.authenticate(key)).to.deep.equal(me);
       expect(g.lookups).to.equal(2);
       g.gate = false;
@@ -130,21 +140,16 @@ describe('api keys: the authentication cache', () => {
       // the background lookup read the revocation: refused at once, without a lookup on the path
       expect(svc.authenticate(key)).to.equal(null);
       expect(g.lookups).to.equal(2);
-    } finally {
-      Date.now = realNow;
-    }
+    });
   });
 
   it('a revocation in this process while a background lookup runs is not undone by that lookup; a failed one leaves the entry to its TTL', async () => {
-    let now = 3_000_000;
-    const realNow = Date.now;
-    Date.now = () => now;
-    try {
+    await withClock(3_000_000, async (clock) => {
       const g = gatedKeys();
       const svc = new KeyService(g.repo, 'secret', undefined, 5_000);
       const { key, record } = await svc.create('frank');
       expect(await svc.authenticate(key)).to.not.equal(null);
-      now += 3_000;
+      clock.now += 3_000;
       g.gate = true;
       expect(svc.authenticate(key)).to.not.equal(null); // the background lookup reads the key, and is held back
       await until(() => g.waiting.length === 1);
@@ -163,24 +168,22 @@ describe('api keys: the authentication cache', () => {
       expect(await svc.authenticate(k2)).to.deep.equal(gina);
       const before = g.lookups;
       g.fail = true;
-      now += 2_600;
+      clock.now += 2_600;
       expect(svc.authenticate(k2)).to.deep.equal(gina);
       expect(g.lookups).to.equal(before + 1);
       await until(() => false);
-      now += 100;
+      clock.now += 100;
       expect(svc.authenticate(k2)).to.deep.equal(gina); // still within the TTL: from the cache, and tried again
       expect(g.lookups).to.equal(before + 2);
       await until(() => false);
-      now += 2_400; // past the TTL: the lookup is on the path again, and its failure is the request's
+      clock.now += 2_400; // past the TTL: the lookup is on the path again, and its failure is the request's
       const failed = svc.authenticate(k2);
       expect(failed).to.be.an.instanceOf(Promise);
       let err: unknown;
       await (failed as Promise<unknown>).catch((e) => { err = e; });
       expect((err as Error)?.message).to.equal('database away');
       g.fail = false;
-    } finally {
-      Date.now = realNow;
-    }
+    });
   });
 
   it('a revocation in this process is seen at once; one made elsewhere within the TTL', async () => {
