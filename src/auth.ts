@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import type { KeyRepo, KeyRecord } from './store/keys.js';
+import { RefreshAheadCache } from './refresh-cache.js';
 
 export const KEY_PREFIX = 'gw_live_';
 /** 32 random bytes in base64url, unpadded. */
@@ -31,10 +32,8 @@ export interface Principal {
 }
 
 export class KeyService {
-  /** Presented key -> its principal (null: unknown or revoked), for `cacheTtlMs`. */
-  private cache = new Map<string, CachedKey>();
-  /** Bumped by a revocation here: a lookup begun before it does not put what it read in the cache. */
-  private generation = 0;
+  /** Presented key -> its principal (null: unknown or revoked), for `cacheTtlMs`, looked up again ahead of it. */
+  private readonly cache: RefreshAheadCache<string, Principal | null>;
   /** The admin credential's UTF-8 bytes, made once (the comparison on every request made them anew). */
   private readonly adminBytes: Buffer | undefined;
   /** The admin credential is ASCII: a presented string of another length can then not be it. */
@@ -44,8 +43,9 @@ export class KeyService {
     private readonly repo: KeyRepo,
     private readonly secret: string,
     adminKey: string | undefined,
-    private readonly cacheTtlMs = 5_000,
+    cacheTtlMs = 5_000,
   ) {
+    this.cache = new RefreshAheadCache(cacheTtlMs, (presented) => this.principalOf(presented), () => Date.now());
     this.adminBytes = adminKey ? Buffer.from(adminKey) : undefined;
     this.adminAscii = this.adminBytes !== undefined && this.adminBytes.length === adminKey!.length;
   }
@@ -64,8 +64,7 @@ export class KeyService {
 
   async revoke(id: number): Promise<boolean> {
     const ok = await this.repo.revoke(id);
-    this.generation++;
-    this.cache.clear();
+    this.cache.invalidate();
     return ok;
   }
 
@@ -82,24 +81,11 @@ export class KeyService {
     // was ~1,700 instructions of every request (docs/PERFORMANCE.md, session 53). The length is checked first, so a
     // long header is not hashed for the lookup.
     if (presented.length !== KEY_LENGTH) return null;
-    const now = Date.now();
-    const hit = this.cache.get(presented);
-    if (hit && now - hit.at <= this.cacheTtlMs) {
-      // Half the TTL old: looked up again in the background (once), the entry still answering until it lands. What
-      // is answered is never older than the TTL, as before; only the wait for the lookup leaves the request's path.
-      if (!hit.refreshing && 2 * (now - hit.at) > this.cacheTtlMs) this.refresh(presented, hit, now);
-      return hit.principal && { ...hit.principal };
-    }
+    // Half the TTL old, an entry is looked up again in the background while it answers (src/refresh-cache.ts).
+    const hit = this.cache.fresh(presented);
+    if (hit) return hit.value && { ...hit.value };
     if (!isWellFormedKey(presented)) return null;
-    return this.lookUp(presented, now);
-  }
-
-  private refresh(presented: string, hit: CachedKey, now: number): void {
-    hit.refreshing = true;
-    // A failed lookup (the database away), or one a revocation here made stale, leaves the entry to its TTL; the next
-    // request after it tries again. (A lookup that landed replaced the entry.)
-    const done = () => { hit.refreshing = false; };
-    this.lookUp(presented, now).then(done, done);
+    return this.lookUp(presented);
   }
 
   /**
@@ -113,30 +99,18 @@ export class KeyService {
     return safeEqual(presented, admin);
   }
 
-  /** `now`: when the lookup begins, the time its answer is cached as of (never later than the database was read). */
-  private async lookUp(presented: string, now: number): Promise<Principal | null> {
-    const generation = this.generation;
+  /** Looked up on the request's path (and cached); a copy, so that a caller changing it changes nobody else's. */
+  private async lookUp(presented: string): Promise<Principal | null> {
+    const principal = await this.cache.load(presented);
+    return principal && { ...principal };
+  }
+
+  /** The principal a presented key stands for, from the database (its HMAC, then its row). */
+  private async principalOf(presented: string): Promise<Principal | null> {
     const h = this.hash(presented);
     const rec = (await this.repo.findByHash(h)) ?? null;
-    const hit: CachedKey = {
-      principal: rec && !rec.revoked_at && safeEqual(rec.key_hash, h) ? { keyId: rec.id, userId: rec.user_id, admin: false } : null,
-      at: now,
-      refreshing: false,
-    };
-    if (generation === this.generation) {
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(presented, hit);
-    }
-    return hit.principal && { ...hit.principal };
+    return rec && !rec.revoked_at && safeEqual(rec.key_hash, h) ? { keyId: rec.id, userId: rec.user_id, admin: false } : null;
   }
-}
-
-interface CachedKey {
-  principal: Principal | null;
-  /** When the lookup that made it began. */
-  at: number;
-  /** A lookup of the key is under way in the background. */
-  refreshing: boolean;
 }
 
 function safeEqual(a: string, b: string | Buffer): boolean {

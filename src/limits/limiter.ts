@@ -19,6 +19,7 @@ import type { UsageRecord } from '../store/usage.js';
 import { ApiError } from '../errors.js';
 import { throttledWarn } from '../reliability/redis.js';
 import type { LimitBackend, WindowCount } from './backend.js';
+import { RefreshAheadCache } from '../refresh-cache.js';
 
 export interface KeyLimitsView {
   key_id: number;
@@ -41,17 +42,14 @@ const secs = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 /** Concurrency lease ids: unique across instances (a random prefix per process) without a UUID per request. */
 const LEASE_PREFIX = `${crypto.randomUUID()}:`;
 let leaseSeq = 0;
-/** A key's limits as read, `at` when the read began; `refreshing`: a read is under way in the background. */
-interface CachedLimits { limits: RateLimitDefaults; at: number; refreshing: boolean }
 /** A key's names in the backend (its window of tokens, of requests, and its leases'). */
 interface KeyNames { key: string; tpm: string; rpm: string }
 /** Names kept for at most this many keys (then forgotten all at once and made again as they come). */
 const MAX_NAMES = 10_000;
 
 export class RateLimiter {
-  private overrides = new Map<number, CachedLimits>();
-  /** Bumped by `forget`: a load begun before it does not put what it read in the cache. */
-  private generation = 0;
+  /** A key's limits in force, for OVERRIDE_TTL_MS, read again ahead of it (src/refresh-cache.ts). */
+  private readonly overrides: RefreshAheadCache<number, RateLimitDefaults>;
   private readonly names = new Map<number, KeyNames>();
   /** Live concurrency leases of this process, per backend key, renewed so they outlive long streams. */
   private leases = new Map<string, Set<string>>();
@@ -67,6 +65,7 @@ export class RateLimiter {
     private readonly now: () => number = Date.now,
   ) {
     this.warn = throttledWarn(logger, 'rate limits');
+    this.overrides = new RefreshAheadCache(OVERRIDE_TTL_MS, (keyId) => this.load(keyId), () => this.now(), this.warn);
   }
 
   start(): void {
@@ -86,46 +85,21 @@ export class RateLimiter {
    * (the cached ones answer until then), so its requests do not wait for that read every TTL.
    */
   limitsFor(keyId: number): RateLimitDefaults | Promise<RateLimitDefaults> {
-    const hit = this.overrides.get(keyId);
-    if (hit) {
-      const age = this.now() - hit.at;
-      if (age < OVERRIDE_TTL_MS) {
-        if (!hit.refreshing && 2 * age >= OVERRIDE_TTL_MS) this.refresh(keyId, hit);
-        return hit.limits;
-      }
-    }
-    return this.load(keyId);
+    return this.overrides.get(keyId);
   }
 
-  private refresh(keyId: number, hit: CachedLimits): void {
-    hit.refreshing = true;
-    // A failed read, or one a change here made stale (not cached: `load`), leaves the cached limits to their TTL; the
-    // next request after it tries again. (A read that landed replaced the entry.)
-    this.load(keyId).then(() => { hit.refreshing = false; }, (err) => {
-      hit.refreshing = false;
-      this.warn(err);
-    });
-  }
-
+  /** A key's limits from the database: its own, else the defaults. */
   private async load(keyId: number): Promise<RateLimitDefaults> {
-    const generation = this.generation;
-    const at = this.now();
     const own = await this.repo.get(keyId);
-    const limits = {
+    return {
       requestsPerMinute: own?.requests_per_minute ?? this.defaults.requestsPerMinute,
       tokensPerMinute: own?.tokens_per_minute ?? this.defaults.tokensPerMinute,
       concurrentRequests: own?.concurrent_requests ?? this.defaults.concurrentRequests,
     };
-    if (generation === this.generation) {
-      if (this.overrides.size > 10_000) this.overrides.clear();
-      this.overrides.set(keyId, { limits, at, refreshing: false });
-    }
-    return limits;
   }
 
   forget(keyId: number): void {
-    this.generation++;
-    this.overrides.delete(keyId);
+    this.overrides.invalidate(keyId);
   }
 
   /** The admin view of a key's limits; undefined for an unknown key. */

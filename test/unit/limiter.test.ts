@@ -166,11 +166,11 @@ describe('RateLimiter', () => {
 
     expect(await l.limitsFor(1)).to.include({ requestsPerMinute: 5 }); // the first read is on the path
     expect(g.gets).to.equal(1);
-    clock.t += 2_499;
+    clock.t += 2_500; // half the TTL: not yet
     expect(rpm()).to.equal(5);
     expect(g.gets).to.equal(1);
     own[1] = { requests_per_minute: 7, tokens_per_minute: null, concurrent_requests: null }; // set by another instance
-    clock.t += 1; // half the TTL: answered from the cache, read again once in the background
+    clock.t += 1; // past half the TTL: answered from the cache, read again once in the background
     expect(rpm()).to.equal(5);
     expect(rpm()).to.equal(5);
     expect(g.gets).to.equal(2);
@@ -180,7 +180,7 @@ describe('RateLimiter', () => {
     expect((await l.admit(key(1)))!.headers['X-RateLimit-Limit']).to.equal('7');
 
     // a background read that read 7, held back while the admin sets 9 here: it does not put 7 back
-    clock.t += 2_500;
+    clock.t += 2_501;
     g.holdNext = true;
     expect(rpm()).to.equal(7);
     await until(() => held.length === 1);
@@ -192,7 +192,7 @@ describe('RateLimiter', () => {
     // failed reads: nothing thrown at the requests, the cached limits answer until their TTL, each request after a failure tries again
     const gets = g.gets;
     g.fail = true;
-    clock.t += 2_500;
+    clock.t += 2_501;
     expect(rpm()).to.equal(9);
     await until(() => false);
     expect(rpm()).to.equal(9);
@@ -209,7 +209,7 @@ describe('RateLimiter', () => {
     // another key's background read made stale by that change is not cached, and its next request reads again
     const rpm2 = () => (l.limitsFor(2) as { requestsPerMinute: number }).requestsPerMinute;
     expect(await l.limitsFor(2)).to.include({ requestsPerMinute: 5 });
-    clock.t += 2_500;
+    clock.t += 2_501;
     const before = g.gets;
     g.holdNext = true;
     expect(rpm2()).to.equal(5);
