@@ -80,5 +80,24 @@ for (const dialect of DIALECTS) {
       expect(me.stopped_at).to.be.a('number');
       await other.close();
     });
+
+    it("a hold stores its process's instance id as given, quotes and all, and releaseInstance finds it", async () => {
+      const uid = await store.keys.createUser('quoted');
+      await store.credits.grant(uid, 10_000);
+      const other = await openStore(cfg);
+      try {
+        const odd = `it's "odd" ${Math.random()}`;
+        other.credits.bindInstance(odd);
+        expect(await other.credits.hold(uid, `h-odd-${odd}`, 1_500, 600_000)).to.equal(true);
+        const row = await store.db.selectFrom('credit_holds').select(['instance_id', 'user_id', 'amount_nano'])
+          .where('id', '=', `h-odd-${odd}`).executeTakeFirstOrThrow();
+        expect(row.instance_id).to.equal(odd);
+        expect([Number(row.user_id), Number(row.amount_nano)]).to.deep.equal([uid, 1_500]);
+        expect(await store.credits.releaseInstance(odd)).to.equal(1);
+        expect(await store.credits.balance(uid)).to.equal(10_000);
+      } finally {
+        await other.close();
+      }
+    });
   });
 }
