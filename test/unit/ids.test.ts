@@ -17,9 +17,12 @@ describe('ids: the pool of random digits', () => {
   });
 
   it('hands out no digit twice: ids made across pool refills share no random part', () => {
-    // 4 KiB of bytes is 8,192 digits: 3,000 ids of 31 digits refill the pool ~11 times
+    // the UUIDs' pool holds 64: 3,000 ids refill it ~47 times
     const randoms = Array.from({ length: 3000 }, () => uuid4().replace(/-/g, '').slice(0, 12));
     expect(new Set(randoms).size).to.equal(randoms.length);
+    // 4 KiB of bytes is 8,192 digits: 600 of 40 refill it twice
+    const hexes = Array.from({ length: 600 }, () => randomHex(40));
+    expect(new Set(hexes).size).to.equal(hexes.length);
     const hex = randomHex(40);
     expect(hex).to.match(/^[0-9a-f]{40}$/);
     expect(randomHex(40)).to.not.equal(hex);
