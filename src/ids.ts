@@ -1,9 +1,9 @@
 /**
- * Random ids on the request path, from a pool of random hex digits: `crypto.randomFillSync` 4 KiB at a time (the
- * CSPRNG randomUUID uses too), turned into 8,192 hex digits at once; a request takes ~40 (its hold's id, its stream's).
- * `crypto.randomUUID()` builds its string a byte at a time: ~2.6 µs an id in the gateway's profile, where a slice
- * of the pool is ~0.3 (docs/PERFORMANCE.md, sessions 23 and 24). The request ids (`uuid4`) come from a pool of
- * UUIDs written out the same way. The pools are this process's own; a digit is never handed out twice.
+ * Random ids on the request path, from pools of random bytes (`crypto.randomFillSync`, the CSPRNG randomUUID uses
+ * too): hex digits, 4 KiB of bytes turned into 8,192 digits at once (a hold's id takes 16, the other ids 24–32), and
+ * UUIDs (`uuid4`: a request's id, a stream's chunk id), 64 written out at once. `crypto.randomUUID()`
+ * builds its string a byte at a time: ~2.6 µs an id in the gateway's profile, where a slice of a pool is ~0.3
+ * (docs/PERFORMANCE.md, sessions 23, 24 and 56). The pools are this process's own; no byte is handed out twice.
  */
 import crypto from 'node:crypto';
 
@@ -29,7 +29,8 @@ const UUIDS_PER_FILL = 64;
 const UUID_LENGTH = 36;
 /** A byte's two hex digits as one little-endian 16-bit store: the high digit's char code in the low byte. */
 const HEX_PAIRS = new Uint16Array(256);
-for (let b = 0; b < 256; b++) HEX_PAIRS[b] = '0123456789abcdef'.charCodeAt(b >> 4) | ('0123456789abcdef'.charCodeAt(b & 15) << 8);
+const HEX_DIGITS = '0123456789abcdef';
+for (let b = 0; b < 256; b++) HEX_PAIRS[b] = HEX_DIGITS.charCodeAt(b >> 4) | (HEX_DIGITS.charCodeAt(b & 15) << 8);
 let uuids = '';
 let uuidsAt = 0;
 
