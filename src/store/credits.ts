@@ -269,7 +269,7 @@ const BALANCE = 'select balance_nano from credit_balances where user_id = ?';
  * string bound is measured, encoded and copied by the driver (~640 instructions), and the id is the same for every
  * hold of the process. One prepared statement per process (the id is set once, at start-up).
  */
-export function insertHoldSql(instanceId: string | null): string {
+function insertHoldSql(instanceId: string | null): string {
   const id = instanceId === null ? 'null' : `'${instanceId.replaceAll("'", "''")}'`;
   return `insert into credit_holds (id, user_id, amount_nano, created_at, expires_at, settled_at, instance_id) values (?, ?, ?, ?, ?, null, ${id})`;
 }
