@@ -24,7 +24,10 @@
  * the same collection is asked for here instead (`lowMemory`: v8::Isolate::LowMemoryNotification(),
  * native/malloc-trim's second addon) once nothing has been served for `reduceAfterMs` (MEMORY_REDUCE_AFTER_MS, 30 s),
  * then the C allocator trimmed: once per quiet spell, and at start-up's end. It takes a full collection's time (14 ms
- * for a ~50 MB heap in a test here), on a gateway that has served nothing for that long.
+ * for a ~50 MB heap in a test here), on a gateway that has served nothing for that long. Like V8's, it throws the
+ * request path's optimised code away (~200 functions): the traffic that comes back runs slower code until V8 has
+ * compiled it again, ~1 s of CPU over the next ~1,200 burst streams (docs/PERFORMANCE.md, session 57). That is the
+ * price of the idle memory it gives back (40–100 MB after a load), and why the spell is 30 s and not V8's 8.
  */
 import { createRequire } from 'node:module';
 import type { Logger } from './logger.js';
