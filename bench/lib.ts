@@ -137,6 +137,16 @@ export const START_FLAGS: string[] = (() => {
   return m[1].trim().split(/\s+/).filter(Boolean);
 })();
 
+/**
+ * The benchmark's bare pass-through proxy (bench/bare-proxy.ts) in front of `simUrl`, run with `npm start`'s node flags
+ * as the gateway is (since session 57; before, with Node's defaults). Under the defaults V8's own memory reducer, which
+ * the gateway runs without, collected it 2–5 times in a scratch of bursts with 12 s pauses, and such a collection throws
+ * a process's optimised code away (docs/PERFORMANCE.md, session 57): the ceiling was now and then measured re-warming.
+ */
+export function startBareProxy(simUrl: string, env: Record<string, string> = {}) {
+  return startTs('bench/bare-proxy.ts', [simUrl, '0'], env, /(http:\/\/127\.0\.0\.1:\d+)/, { nodeArgs: START_FLAGS });
+}
+
 export const dispatcher = new Agent({ connections: 1024, keepAliveTimeout: 30_000, pipelining: 1 });
 
 /** `extra`: more fields (bench/rounds.ts --usage: `stream_options`, as the gateway asks upstream). */

@@ -27,7 +27,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, isEntryPoint, latencyC1, log, round, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, isEntryPoint, latencyC1, log, round, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
@@ -103,7 +103,7 @@ async function main() {
     if (n) units.set(label, n);
   };
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
-  const bare = await startTs('bench/bare-proxy.ts', [sim.match[1], '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+  const bare = await startBareProxy(sim.match[1]);
   const gw = await benchGateway('sqlite', {}, sim.match[1], TRACE ? ['--trace-opt', '--trace-deopt', '--trace-gc'] : [], undefined, undefined,
     TRACE ? { wrap: ['sh', '-c', `exec "$@" >> '${traceFile}'`, 'sh'] } : {});
   const simPid = sim.child.pid!;

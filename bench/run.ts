@@ -38,7 +38,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -75,7 +75,7 @@ async function main() {
   log('starting the upstream simulator and the bare proxy');
   const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
   const simUrl = sim.match[1];
-  const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+  const bare = await startBareProxy(simUrl);
   const bareUrl = bare.match[1];
 
   const results: Record<string, any> = { date: new Date().toISOString(), cpus: os.cpus().length, node: process.version, quick: QUICK, rounds };

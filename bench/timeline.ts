@@ -39,7 +39,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, build, children, dispatcher, formatTable, isEntryPoint, log, median, pct, round, spreadStart, startTs, streaming, type Build } from './lib.js';
+import { PACED_MODEL, PACED_STREAM_MS, ROOT, STREAM_MODEL, arg, benchGateway, build, children, dispatcher, formatTable, isEntryPoint, log, median, pct, round, spreadStart, startBareProxy, startTs, streaming, type Build } from './lib.js';
 
 const STEPS = ['arrived', 'called', 'sent', 'answered', 'wrote'] as const;
 type Step = (typeof STEPS)[number];
@@ -291,7 +291,7 @@ async function main() {
       return { res, marks };
     };
     const tag: Record<string, string> = TOGETHER ? { TIMELINE_TAGGED: '1' } : {};
-    const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out, ...tag }, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const bare = await startBareProxy(simUrl, { NODE_OPTIONS: `--import ${preload}`, MARKS_OUT: out, ...tag });
     const warm = async (url: string, key: string) => {
       const until = Date.now() + WARMUP * 1000;
       while (Date.now() < until) await streaming(url, key, 16, 400, STREAM_MODEL);

@@ -20,7 +20,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MODEL, ROOT, STREAM_MODEL, arg, benchGateway, chatBody, chatOnce, children, formatTable, log, median, round, startTs } from './lib.js';
+import { MODEL, ROOT, STREAM_MODEL, arg, benchGateway, chatBody, chatOnce, children, formatTable, log, median, round, startBareProxy, startTs } from './lib.js';
 
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true) };
 const MODES = (arg('--modes') ?? 'c1,single').split(',');
@@ -72,7 +72,7 @@ async function main() {
   try {
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
     const simUrl = sim.match[1];
-    const bare = await startTs('bench/bare-proxy.ts', [simUrl, '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
+    const bare = await startBareProxy(simUrl);
     const gw = await benchGateway('gateway', {}, simUrl);
     const targets = [
       { label: 'bare proxy', url: bare.match[1], key: 'unused', pid: bare.child.pid! },
