@@ -1,6 +1,7 @@
 /**
  * The practical ceiling: a bare pass-through proxy with the same runtime (node:http + undici, pooled keep-alive),
- * no auth, no validation, no billing, no records. `node --import tsx bench/bare-proxy.ts UPSTREAM PORT`.
+ * no auth, no validation, no billing, no records. `node --import tsx bench/bare-proxy.ts UPSTREAM PORT`; the benchmark's
+ * tools start it with `npm start`'s node flags, as the gateway (bench/lib.ts, `startBareProxy`).
  */
 import http from 'node:http';
 import { Pool } from 'undici';

@@ -14,9 +14,10 @@
  * each gateway in turn: the serving process's CPU a stream (all threads, and the main thread's) and the TTFB p50, by
  * round. Its RSS is read before and after the quiet spell. A table, and JSON in bench/results/quiet.json.
  *
- * The gateways measured first were idle while the others warmed (~20 s each), long enough for their upstream
- * connections to close; a round of the others takes ~1 s each, far less than `--reduce-after-ms`, so a collecting
- * gateway collects once, in the quiet spell or before it. Loopback only, bounded by its counts.
+ * The gateways warmed first were idle while the others warmed (~20 s each), long enough for their upstream connections
+ * to close (a "never" gateway's first round shows it). A collecting gateway collects once, in the quiet spell or
+ * before it, as long as the other gateways' rounds (~1 s each with the defaults) take less than `--reduce-after-ms`.
+ * Loopback only, bounded by its counts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
