@@ -367,6 +367,17 @@ export async function warmStreams(url: string, key: string, sizes: ReturnType<ty
   await streaming(url, key, 1, sizes.warm.single);
 }
 
+/**
+ * `npm run bench`'s warm-up of one target: c=64 for 8 s (3 with `quick`), then, unless `c64Only` (bench:rounds'
+ * `--no-lead`, the warm-up before session 35), the large bodies and every streamed path (warmBodies, warmStreams).
+ */
+export async function warmTarget(url: string, key: string, quick: boolean, c64Only = false): Promise<void> {
+  await throughput(url, key, 64, quick ? 3 : 8);
+  if (c64Only) return;
+  await warmBodies(url, key, conversationBody(MODEL, false, 100), imageBody(MODEL, false), quick);
+  await warmStreams(url, key, streamSizes(quick));
+}
+
 /** Opens `n` streams that stay open upstream (slow first byte) and samples the gateway's RSS at the peak. */
 export async function openStreams(url: string, key: string, pid: number, n: number, idleRss: number) {
   const before = rssOf(pid);

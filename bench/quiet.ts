@@ -21,7 +21,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MODEL, ROOT, arg, benchGateway, children, conversationBody, formatTable, imageBody, log, median, rssOf, startTs, streamSizes, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { ROOT, arg, benchGateway, children, formatTable, log, median, rssOf, startTs, streaming, warmTarget, withCpu } from './lib.js';
 
 const PAIRS = Number(arg('--pairs') ?? 2);
 const QUIET_S = Number(arg('--quiet-s') ?? 8);
@@ -47,12 +47,9 @@ async function main() {
         : { MEMORY_REDUCE_AFTER_MS: '0' };
       gateways.push({ label, collects, ...(await benchGateway(label, env, simUrl)) });
     }
-    const sizes = streamSizes(false);
     for (const g of gateways) {
       log(`${g.label}: warming up as npm run bench does`);
-      await throughput(g.url, g.key, 64, 8);
-      await warmBodies(g.url, g.key, conversationBody(MODEL, false, 100), imageBody(MODEL, false), false);
-      await warmStreams(g.url, g.key, sizes);
+      await warmTarget(g.url, g.key, false);
     }
     const before = gateways.map((g) => rssOf(g.pid));
     log(`${QUIET_S} s without traffic`);

@@ -27,7 +27,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, isEntryPoint, latencyC1, log, round, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, arg, benchGateway, chatBody, conversationBody, cpuUs, imageBody, isEntryPoint, latencyC1, log, round, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const ROUNDS = Number(arg('--rounds') ?? 4);
 const TRACE = process.argv.includes('--trace');
@@ -111,13 +111,7 @@ async function main() {
   const large = conversationBody(MODEL, false, 100);
   const image = imageBody(MODEL, false);
   log(`warming up${LEAD ? ' (every loaded path)' : ' (c=64 only, as before session 35)'}`);
-  for (const [, url, key] of targets) {
-    await throughput(url, key, 64, 8);
-    if (LEAD) {
-      await warmBodies(url, key, large, image, false);
-      await warmStreams(url, key, SIZES);
-    }
-  }
+  for (const [, url, key] of targets) await warmTarget(url, key, false, !LEAD);
   const lines: string[] = [];
   for (let i = 1; i <= ROUNDS; i++) {
     log(`round ${i} of ${ROUNDS}`);

@@ -38,7 +38,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { MODEL, ROOT, benchGateway, chatBody, bodyLoad, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmBodies, warmStreams, withCpu } from './lib.js';
+import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
@@ -98,11 +98,7 @@ async function main() {
     // only c=64's, and the first round's burst compiled the stream path while it was timed (docs/PERFORMANCE.md);
     // until session 46 not the large bodies, and 400 burst streams where a fresh gateway's stream path takes ~2,800.
     log(`${label}: warming up`);
-    for (const [, url, key] of targets) {
-      await throughput(url, key, 64, QUICK ? 3 : 8);
-      await warmBodies(url, key, largeBody, imageRequest, QUICK);
-      await warmStreams(url, key, sizes);
-    }
+    for (const [, url, key] of targets) await warmTarget(url, key, QUICK);
     // Each loaded measure below is led in, uncounted, by a short run of itself on the same target (`lead`; latencyC1
     // leads in with 50 requests of its own): a process idle while the other targets were measured may have let V8's
     // memory reducer collect, and code optimised for objects that died with it is compiled again when the load comes
