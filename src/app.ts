@@ -281,13 +281,14 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
     const requestId = typeof incoming === 'string' && REQUEST_ID_RE.test(incoming) ? incoming : uuid4();
     // The security headers and the request id, queued for the head (src/head.ts: written with it in one call).
     startHead(res, SECURITY_HEADER_LIST, 'X-Request-Id', requestId);
+    const path = pathOf(req.url);
     // Counted until the response is over; the handler is counted apart (below) until its settlement is done.
     // `on`, not `once`: a response closes and finishes once, and `once` wraps each listener in a bound function.
-    res.on('close', inflight.enter());
-    res.locals = { requestId } as Locals;
+    const probe = isProbe(req.method, path);
+    res.on('close', inflight.enter(probe));
+    res.locals = { requestId, probe } as Locals;
     res.on('finish', finished(req, res, hrtime.bigint()));
     if (cors(req, res)) return false;
-    const path = pathOf(req.url);
     // A path that is not valid percent-encoded UTF-8 cannot name a resource. Without a `%` it decodes to itself
     // (decodeURIComponent throws only on a bad escape), so the usual path skips the call: a C++ builtin, ~2,300
     // instructions a request (docs/PERFORMANCE.md, session 53).
@@ -312,7 +313,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
 
   /** The lean path: JSON (or no) body read here, then the dispatcher. */
   const lean = async (req: GatewayRequest, res: GatewayResponse): Promise<void> => {
-    const leave = inflight.enter();
+    const leave = inflight.enter(res.locals.probe);
     let release: (() => void) | undefined;
     try {
       let body: unknown;
@@ -348,7 +349,7 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   // Plain routes outside the JSON contract: /metrics and the HTML /status page (src/ops-routes.ts).
   ex.use(opsRoutes(deps));
   ex.use(async (req: Request, res: Response) => {
-    const leave = inflight.enter();
+    const leave = inflight.enter((res.locals as Locals).probe);
     try {
       await dispatcher.dispatch(req, res as unknown as GatewayResponse, req.body);
     } catch (err) {
@@ -370,6 +371,15 @@ export async function createApp(deps: Deps, spec: SpecDocument = loadSpec().doc)
   }) as GatewayApp;
   app.listen = (port: number, host?: string, callback?: () => void) => http.createServer(app).listen(port, host, callback);
   return app;
+}
+
+/**
+ * A monitoring probe: what load balancers, orchestrators and Prometheus poll every few seconds. Served and counted for
+ * a graceful stop like any request, but not traffic to the memory's quiet spell (src/memory.ts): a gateway polled every
+ * 10 s would otherwise never give its idle memory back.
+ */
+function isProbe(method: string | undefined, path: string): boolean {
+  return (path === '/health' || path === '/metrics') && (method === 'GET' || method === 'HEAD');
 }
 
 /** The plain Express routes and the upload operations. */

@@ -50,6 +50,11 @@ export interface Config {
   memoryTrimIntervalMs: number;
   /** Nothing served for this long: V8's heap reduced by the gateway (src/memory.ts); 0 = never. */
   memoryReduceAfterMs: number;
+  /**
+   * The longest that quiet spell grows to where the traffic keeps coming back soon after a reduction (src/memory.ts);
+   * equal to memoryReduceAfterMs: it never grows.
+   */
+  memoryReduceMaxMs: number;
   /** Built-in tools and web-search augmentation (src/tools). */
   tools: ToolsConfig;
   /** Model-hub facade (src/facades/hub.ts). */
@@ -320,6 +325,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const host = env.HOST || '0.0.0.0';
   const redisUrl = env.REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
+  const memoryReduceAfterMs = int(env, 'MEMORY_REDUCE_AFTER_MS', 30_000, 0);
+  const memoryReduceMaxMs = int(env, 'MEMORY_REDUCE_MAX_MS', 8 * memoryReduceAfterMs, memoryReduceAfterMs);
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
@@ -339,7 +346,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxAttempts: int(env, 'UPSTREAM_MAX_ATTEMPTS', 3, 1, 10),
     shutdownGraceMs: int(env, 'SHUTDOWN_GRACE_MS', 10_000, 0),
     memoryTrimIntervalMs: int(env, 'MEMORY_TRIM_INTERVAL_MS', 5_000, 0),
-    memoryReduceAfterMs: int(env, 'MEMORY_REDUCE_AFTER_MS', 30_000, 0),
+    memoryReduceAfterMs,
+    memoryReduceMaxMs,
     tools: toolsConfig(env),
     hub: {
       baseUrl: httpUrl(env, 'HUB_BASE_URL', 'https://huggingface.co')!,

@@ -28,6 +28,8 @@ import { encodeUtf8 } from './utf8.js';
 /** Per-request state kept on the response (`res.locals`, as Express keeps it; the plain routes read it too). */
 export interface Locals {
   requestId: string;
+  /** A monitoring probe (src/app.ts isProbe): counted in flight, not as traffic (src/reliability/drain.ts). */
+  probe: boolean;
   principal?: Principal | null;
   authChecked?: boolean;
   operationId?: string;

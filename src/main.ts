@@ -43,7 +43,7 @@ async function main() {
   protectServer(server);
   // After large bodies, glibc keeps freed pages resident: given back when nothing is in flight; V8's heap once nothing
   // has been served for MEMORY_REDUCE_AFTER_MS, V8's own memory reducer being off under `npm start` (src/memory.ts).
-  const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs, reduceAfterMs: config.memoryReduceAfterMs });
+  const trimmer = new MemoryTrimmer(services.inflight, logger, { intervalMs: config.memoryTrimIntervalMs, reduceAfterMs: config.memoryReduceAfterMs, reduceMaxMs: config.memoryReduceMaxMs });
   if (trimmer.start()) services.metrics.watchMemoryTrim(trimmer);
   if (process.execArgv.includes('--no-memory-reducer') && !trimmer.reduces) {
     logger.warn({ memoryReduceAfterMs: config.memoryReduceAfterMs, memoryTrimIntervalMs: config.memoryTrimIntervalMs },

@@ -28,6 +28,18 @@
  * request path's optimised code away (~200 functions): the traffic that comes back runs slower code until V8 has
  * compiled it again, ~1 s of CPU over the next ~1,200 burst streams (docs/PERFORMANCE.md, session 57). That is the
  * price of the idle memory it gives back (40–100 MB after a load), and why the spell is 30 s and not V8's 8.
+ *
+ * What is served here is the API's traffic: the monitoring probes (`GET /health` and `/metrics`, unauthenticated) that a
+ * load balancer, an orchestrator or Prometheus sends every few seconds are not (src/reliability/drain.ts, src/app.ts).
+ * Until session 58 they were, and a gateway polled more often than the spell never gave its heap back.
+ *
+ * The quiet spell grows where traffic pauses. A reduction pays for itself by the time the memory stays given back; when
+ * the traffic comes back sooner after it than the spell it waited (a pause of less than twice the spell: a client
+ * polling every 40 s, a batch job's gaps), the spell doubles, up to `reduceMaxMs` (MEMORY_REDUCE_MAX_MS, 8 times
+ * MEMORY_REDUCE_AFTER_MS by default), so the next such pauses keep the compiled code and the memory the traffic uses
+ * anyway instead of paying ~1 s of CPU each (session 58). Traffic that comes back later than that after a reduction
+ * sets it back to MEMORY_REDUCE_AFTER_MS. After the traffic ends for good the memory comes back at most
+ * `reduceMaxMs` after its last request.
  */
 import { createRequire } from 'node:module';
 import type { Logger } from './logger.js';
@@ -70,6 +82,8 @@ export interface MemoryTrimmerOptions {
   intervalMs: number;
   /** Nothing served for this long: V8's heap reduced (0: never). */
   reduceAfterMs?: number;
+  /** The longest the quiet spell grows to (above; default 8 × reduceAfterMs, at least reduceAfterMs). */
+  reduceMaxMs?: number;
   growthBytes?: number;
   /** Injected in tests; undefined: the addon's (null: none). */
   trim?: TrimFn | null;
@@ -84,12 +98,17 @@ export class MemoryTrimmer {
   private last?: MemoryReading;
   private trimFn: TrimFn | null = null;
   private reduceFn: ReduceFn | null = null;
-  /** `inflight.started` at the last tick, and when a request was last seen in flight or started. */
+  /** `inflight.started` at the last tick, and when a request was last seen in flight or started (probes aside). */
   private seen = 0;
   private busyAt = 0;
   /** Something was served (or the process started) since the last reduction. */
   private pending = true;
   private readonly reduceAfterMs: number;
+  private readonly reduceMaxMs: number;
+  /** The quiet spell now: reduceAfterMs, doubled after each reduction the traffic came back soon after (above). */
+  private spellMs: number;
+  /** When the last reduction was made, until traffic is seen after it. */
+  private reducedAt: number | undefined;
   /** Trims done, and the bytes of RSS they gave back; reductions done, and theirs (for the logs, metrics and tests). */
   trims = 0;
   released = 0;
@@ -97,11 +116,18 @@ export class MemoryTrimmer {
   reducedBytes = 0;
 
   constructor(
-    private readonly inflight: Pick<InFlight, 'count' | 'started'>,
+    private readonly inflight: Pick<InFlight, 'busy' | 'started'>,
     private readonly logger: Pick<Logger, 'debug'>,
     private readonly opts: MemoryTrimmerOptions,
   ) {
     this.reduceAfterMs = opts.reduceAfterMs ?? 30_000;
+    this.reduceMaxMs = Math.max(this.reduceAfterMs, opts.reduceMaxMs ?? 8 * this.reduceAfterMs);
+    this.spellMs = this.reduceAfterMs;
+  }
+
+  /** How long nothing must be served before the next reduction (for the metrics and tests). */
+  get quietSpellMs(): number {
+    return this.spellMs;
   }
 
   /** True when V8's heap is reduced here (the addon is built and MEMORY_REDUCE_AFTER_MS is not 0); set by start(). */
@@ -136,25 +162,27 @@ export class MemoryTrimmer {
   }
 
   /**
-   * One check: V8's heap reduced (and then the C allocator trimmed) when nothing has been served for `reduceAfterMs`
+   * One check: V8's heap reduced (and then the C allocator trimmed) when nothing has been served for the quiet spell
    * since the last reduction; else the C allocator trimmed when nothing is in flight and the readings say there is
-   * something to give back. Answers what it did.
+   * something to give back. Monitoring probes are neither (src/reliability/drain.ts). Answers what it did.
    */
   tick(): 'reduced' | 'trimmed' | false {
     const now = this.now();
     const started = this.inflight.started;
-    if (this.inflight.count !== 0 || started !== this.seen) {
+    if (this.inflight.busy !== 0 || started !== this.seen) {
       this.seen = started;
       this.busyAt = now;
       this.pending = true;
-      if (this.inflight.count !== 0) return false;
+      if (this.reducedAt !== undefined) this.adapt(now - this.reducedAt);
+      if (this.inflight.busy !== 0) return false;
     }
-    if (this.reduceFn && this.pending && now - this.busyAt >= this.reduceAfterMs) {
+    if (this.reduceFn && this.pending && now - this.busyAt >= this.spellMs) {
       const reduce = this.reduceFn;
       const trim = this.trimFn;
       this.pending = false;
       this.reductions++;
       this.reducedBytes += this.giveBack(this.read(), () => { reduce(); trim?.(); }, 'memory reduced');
+      this.reducedAt = now;
       return 'reduced';
     }
     if (!this.trimFn) return false;
@@ -165,6 +193,18 @@ export class MemoryTrimmer {
     this.trims++;
     this.released += this.giveBack(reading, this.trimFn, 'memory trimmed');
     return 'trimmed';
+  }
+
+  /**
+   * The traffic came back `heldMs` after the last reduction: sooner than the spell it waited, the spell doubles (up to
+   * reduceMaxMs); later, it is reduceAfterMs again.
+   */
+  private adapt(heldMs: number): void {
+    this.reducedAt = undefined;
+    const spell = heldMs < this.spellMs ? Math.min(this.reduceMaxMs, 2 * this.spellMs) : this.reduceAfterMs;
+    if (spell === this.spellMs) return;
+    this.logger.debug({ heldMs: Math.round(heldMs), quietSpellMs: spell }, 'memory reduction: quiet spell changed');
+    this.spellMs = spell;
   }
 
   /** Runs `release`, logs what it took and gave, keeps the reading after it; the RSS given back, in bytes. */

@@ -195,7 +195,7 @@ export class Metrics implements AttemptMetrics {
   }
 
   /** The memory trimmer's counts (src/memory.ts), read at each scrape. */
-  watchMemoryTrim(source: { readonly trims: number; readonly released: number; readonly reductions: number; readonly reducedBytes: number }): void {
+  watchMemoryTrim(source: { readonly trims: number; readonly released: number; readonly reductions: number; readonly reducedBytes: number; readonly quietSpellMs: number }): void {
     const registers = [this.registry];
     new client.Counter({ name: 'gateway_memory_trims_total', help: 'Times the C allocator\'s free memory was given back to the system while nothing was in flight.', registers,
       collect() { this.reset(); this.inc(source.trims); } });
@@ -205,6 +205,8 @@ export class Metrics implements AttemptMetrics {
       collect() { this.reset(); this.inc(source.reductions); } });
     new client.Counter({ name: 'gateway_memory_reduction_released_bytes_total', help: 'Resident memory those reductions gave back, in bytes.', registers,
       collect() { this.reset(); this.inc(source.reducedBytes); } });
+    new client.Gauge({ name: 'gateway_memory_quiet_spell_seconds', help: 'How long nothing must be served before the next reduction: MEMORY_REDUCE_AFTER_MS, doubled (up to MEMORY_REDUCE_MAX_MS) while the traffic comes back soon after reductions.', registers,
+      collect() { this.set(source.quietSpellMs / 1000); } });
   }
 
   httpRequest(operation: string, status: number, ms: number): void {

@@ -31,7 +31,7 @@ describe('e2e: the gateway process (npm start)', function () {
     expect(gw.logs()).to.not.contain(key).and.not.contain('secret prompt words');
   });
 
-  it("with npm start's --no-memory-reducer, the gateway reduces V8's heap itself after start-up and after each quiet spell", async () => {
+  it("with npm start's --no-memory-reducer, the gateway reduces V8's heap itself after start-up and after each quiet spell, monitoring probes aside", async () => {
     const env = { DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'gw-proc-')), LOG_LEVEL: 'debug', MEMORY_TRIM_INTERVAL_MS: '100', MEMORY_REDUCE_AFTER_MS: '600' };
     const gw = await startGatewayProcess(env, ['--no-memory-reducer']);
     const reduced = () => gw.logs().split('\n').filter((l) => l.includes('"msg":"memory reduced"')).map((l) => JSON.parse(l) as { rssBefore: number; rssAfter: number; ms: number });
@@ -46,6 +46,10 @@ describe('e2e: the gateway process (npm start)', function () {
       await new Promise((r) => setTimeout(r, 1_000));
       expect(reduced()).to.have.length(1); // quiet since: nothing more to do
       for (let i = 0; i < 20; i++) expect((await fetch(`${gw.url}/health`)).status).to.equal(200);
+      expect((await fetch(`${gw.url}/metrics`)).status).to.equal(200);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(reduced()).to.have.length(1); // probes are not traffic: still nothing new to give back
+      for (let i = 0; i < 20; i++) expect((await fetch(`${gw.url}/v1/status/`)).status).to.equal(200);
       expect(await until(2)).to.have.length(2); // served, then quiet again
     } finally {
       expect(await gw.stop('SIGTERM')).to.equal(0);

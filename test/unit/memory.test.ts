@@ -6,6 +6,8 @@ import { loadConfig } from '../../src/config.js';
 import { MemoryTrimmer, loadReduce, loadTrim, type MemoryReading } from '../../src/memory.js';
 import fs from 'node:fs';
 import os from 'node:os';
+import request from 'supertest';
+import { startTestGateway, type TestGateway } from '../support/app.js';
 
 const MB = 2 ** 20;
 const glibc = !!(process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime;
@@ -15,9 +17,9 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
    * A trimmer over fake readings and a fake clock: `mem` is what the next read returns; trim() lowers the RSS by
    * `gives`; reduce() (V8's collection, when `reduceGives` is given) by `reduceGives`; `clock.ms` is the time.
    */
-  function fixture(start: MemoryReading, gives = 0, reduceGives?: number, reduceAfterMs = 30_000) {
+  function fixture(start: MemoryReading, gives = 0, reduceGives?: number, reduceAfterMs = 30_000, reduceMaxMs?: number) {
     const mem = { ...start };
-    const inflight = { count: 0, started: 0 };
+    const inflight = { busy: 0, started: 0 };
     const clock = { ms: 1_000 };
     const logs: unknown[] = [];
     let calls = 0;
@@ -25,7 +27,7 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     const trim = () => { calls++; mem.rss -= gives; return gives > 0; };
     const reduce = reduceGives === undefined ? null : () => { reduceCalls++; mem.rss -= reduceGives; };
     const t = new MemoryTrimmer(inflight, { debug: (o: unknown) => void logs.push(o) },
-      { intervalMs: 60_000, reduceAfterMs, trim, reduce, read: () => ({ ...mem }), now: () => clock.ms });
+      { intervalMs: 60_000, reduceAfterMs, reduceMaxMs, trim, reduce, read: () => ({ ...mem }), now: () => clock.ms });
     expect(t.start()).to.equal(true);
     t.stop();
     return { t, mem, inflight, clock, logs, calls: () => calls, reduceCalls: () => reduceCalls };
@@ -36,9 +38,9 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     f.mem.rss = 115 * MB;
     expect(f.t.tick()).to.equal(false); // grew 15 MB: under the threshold
     f.mem.rss = 240 * MB;
-    f.inflight.count = 2;
+    f.inflight.busy = 2;
     expect(f.t.tick()).to.equal(false); // requests in flight: never while serving
-    f.inflight.count = 0;
+    f.inflight.busy = 0;
     expect(f.t.tick()).to.equal('trimmed');
     expect(f.calls()).to.equal(1);
     expect(f.mem.rss).to.equal(160 * MB);
@@ -77,10 +79,10 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     expect(f.reduceCalls()).to.equal(1);
 
     // a request in flight at a tick, then none: the quiet spell counts from the tick that saw it
-    f.inflight.count = 1;
+    f.inflight.busy = 1;
     f.inflight.started = 1;
     expect(f.t.tick()).to.equal(false);
-    f.inflight.count = 0;
+    f.inflight.busy = 0;
     f.clock.ms += 29_000;
     expect(f.t.tick()).to.equal(false);
     // requests started and ended between two ticks count as served too
@@ -92,6 +94,64 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     f.clock.ms += 1;
     expect(f.t.tick()).to.equal('reduced');
     expect([f.reduceCalls(), f.t.reductions]).to.deep.equal([2, 2]);
+  });
+
+  it('the quiet spell doubles while traffic comes back sooner after a reduction than the spell it waited, up to MEMORY_REDUCE_MAX_MS; traffic that comes back later sets it back', () => {
+    const f = fixture({ rss: 150 * MB, external: 2 * MB }, 0, 10 * MB, 30_000, 120_000);
+    const served = () => { f.inflight.started++; };
+    f.clock.ms += 30_000;
+    expect(f.t.tick()).to.equal('reduced'); // start-up's end
+    expect(f.t.quietSpellMs).to.equal(30_000);
+    // a client back 10 s after it (a pause of 40 s): the next pause must be 60 s long to be reduced
+    f.clock.ms += 10_000;
+    served();
+    expect(f.t.tick()).to.equal(false);
+    expect(f.t.quietSpellMs).to.equal(60_000);
+    expect(f.logs.at(-1)).to.deep.equal({ heldMs: 10_000, quietSpellMs: 60_000 });
+    f.clock.ms += 40_000;
+    expect(f.t.tick()).to.equal(false); // the same 40 s pause again: the compiled code is kept
+    served();
+    f.clock.ms += 1_000;
+    expect(f.t.tick()).to.equal(false);
+    expect([f.reduceCalls(), f.t.quietSpellMs]).to.deep.equal([1, 60_000]); // no reduction, nothing to learn from
+    f.clock.ms += 59_999;
+    expect(f.t.tick()).to.equal(false);
+    f.clock.ms += 1;
+    expect(f.t.tick()).to.equal('reduced');
+    f.clock.ms += 59_000; // back before another 60 s: 120 s
+    served();
+    expect(f.t.tick()).to.equal(false);
+    expect(f.t.quietSpellMs).to.equal(120_000);
+    f.clock.ms += 120_000;
+    expect(f.t.tick()).to.equal('reduced');
+    f.clock.ms += 5_000; // back soon again: 240 s would be past MEMORY_REDUCE_MAX_MS
+    served();
+    expect(f.t.tick()).to.equal(false);
+    expect(f.t.quietSpellMs).to.equal(120_000);
+    f.clock.ms += 120_000;
+    expect(f.t.tick()).to.equal('reduced');
+    expect(f.reduceCalls()).to.equal(4);
+    // the traffic stopped for longer than the spell after that reduction: a pause that paid for it, back to 30 s
+    f.clock.ms += 600_000;
+    served();
+    expect(f.t.tick()).to.equal(false);
+    expect(f.t.quietSpellMs).to.equal(30_000);
+    expect(f.logs.at(-1)).to.deep.equal({ heldMs: 600_000, quietSpellMs: 30_000 });
+    f.clock.ms += 30_000;
+    expect(f.t.tick()).to.equal('reduced');
+    expect(f.reduceCalls()).to.equal(5);
+  });
+
+  it('MEMORY_REDUCE_MAX_MS equal to MEMORY_REDUCE_AFTER_MS: every pause of the spell reduces, the spell never grows', () => {
+    const f = fixture({ rss: 150 * MB, external: 2 * MB }, 0, 10 * MB, 30_000, 30_000);
+    for (let i = 1; i <= 3; i++) {
+      f.clock.ms += 30_000;
+      expect(f.t.tick()).to.equal('reduced');
+      f.clock.ms += 5_000;
+      f.inflight.started++;
+      expect(f.t.tick()).to.equal(false);
+      expect([f.reduceCalls(), f.t.quietSpellMs]).to.deep.equal([i, 30_000]);
+    }
   });
 
   it('the load between two quiet spells is trimmed in its pauses as before, V8 left alone', () => {
@@ -115,7 +175,7 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
   it('does not start when turned off (MEMORY_TRIM_INTERVAL_MS=0) or with neither call on this system', () => {
     const logs: unknown[] = [];
     const logger = { debug: (o: unknown) => void logs.push(o) };
-    const idle = { count: 0, started: 0 };
+    const idle = { busy: 0, started: 0 };
     expect(new MemoryTrimmer(idle, logger, { intervalMs: 0, trim: () => true, reduce: () => undefined }).start()).to.equal(false);
     expect(new MemoryTrimmer(idle, logger, { intervalMs: 5000, trim: null, reduce: null }).start()).to.equal(false);
     const reduceOnly = new MemoryTrimmer(idle, logger, { intervalMs: 5000, trim: null, reduce: () => undefined });
@@ -130,12 +190,16 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     expect(loadConfig({ DATA_DIR: dir }).memoryReduceAfterMs).to.equal(30_000);
     expect(loadConfig({ DATA_DIR: dir, MEMORY_REDUCE_AFTER_MS: '0' }).memoryReduceAfterMs).to.equal(0);
     expect(() => loadConfig({ DATA_DIR: dir, MEMORY_REDUCE_AFTER_MS: 'soon' })).to.throw(/MEMORY_REDUCE_AFTER_MS/);
+    expect(loadConfig({ DATA_DIR: dir }).memoryReduceMaxMs).to.equal(240_000);
+    expect(loadConfig({ DATA_DIR: dir, MEMORY_REDUCE_AFTER_MS: '60000' }).memoryReduceMaxMs).to.equal(480_000);
+    expect(loadConfig({ DATA_DIR: dir, MEMORY_REDUCE_MAX_MS: '30000' }).memoryReduceMaxMs).to.equal(30_000);
+    expect(() => loadConfig({ DATA_DIR: dir, MEMORY_REDUCE_MAX_MS: '20000' })).to.throw(/MEMORY_REDUCE_MAX_MS.*between 30000/);
   });
 
   it('the timer checks on its own', async () => {
     const mem = { rss: 100 * MB, external: 0 };
     let calls = 0;
-    const t = new MemoryTrimmer({ count: 0, started: 0 }, { debug: () => undefined }, { intervalMs: 10, reduce: null, trim: () => { calls++; mem.rss = 100 * MB; return true; }, read: () => ({ ...mem }) });
+    const t = new MemoryTrimmer({ busy: 0, started: 0 }, { debug: () => undefined }, { intervalMs: 10, reduce: null, trim: () => { calls++; mem.rss = 100 * MB; return true; }, read: () => ({ ...mem }) });
     expect(t.start()).to.equal(true);
     mem.rss = 200 * MB;
     for (let i = 0; i < 100 && calls === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -183,5 +247,56 @@ describe('unit: memory trim (src/memory.ts, native/malloc-trim)', () => {
     const out = JSON.parse(execFileSync(process.execPath, ['--no-memory-reducer', '-e', script], { encoding: 'utf8' }));
     expect(out.before).to.be.greaterThan(30 * MB);
     expect(out.after).to.be.lessThan(out.before / 3);
+  });
+});
+
+describe('unit: the quiet spell counts the API traffic, not the monitoring probes (src/app.ts, src/reliability/drain.ts)', function () {
+  this.timeout(30_000);
+  let g: TestGateway;
+  before(async () => { g = await startTestGateway(); });
+  after(async () => { await g?.close(); });
+
+  it('GET /health and /metrics (and HEAD /health) are served without ending a quiet spell; an API request ends it', async () => {
+    const { inflight } = g.services;
+    const clock = { ms: 0 };
+    let reduced = 0;
+    const t = new MemoryTrimmer(inflight, { debug: () => undefined },
+      { intervalMs: 60_000, reduceAfterMs: 30_000, trim: null, reduce: () => { reduced++; }, read: () => ({ rss: 0, external: 0 }), now: () => clock.ms });
+    expect(t.start()).to.equal(true);
+    t.stop();
+    const started = inflight.started;
+    for (const path of ['/health', '/metrics', '/health']) {
+      const res = await request(g.app).get(path);
+      expect(res.status, path).to.equal(200);
+      clock.ms += 9_000;
+      expect(t.tick(), path).to.equal(false);
+    }
+    await request(g.app).head('/health');
+    expect([inflight.started, inflight.busy, inflight.count]).to.deep.equal([started, 0, 0]);
+    clock.ms += 3_000; // 30 s of probes only
+    expect(t.tick()).to.equal('reduced');
+    expect(reduced).to.equal(1);
+    // probes after the reduction are not the traffic coming back either: the spell does not grow for them
+    for (let i = 0; i < 4; i++) {
+      await request(g.app).get('/health');
+      clock.ms += 10_000;
+      expect(t.tick()).to.equal(false);
+    }
+    expect(t.quietSpellMs).to.equal(30_000);
+
+    const { key } = await g.newKey(1, 'quiet');
+    const models = await request(g.app).get('/v1/models').set('Authorization', `Bearer ${key}`);
+    expect(models.status).to.equal(200);
+    expect(inflight.started).to.be.greaterThan(started);
+    expect([inflight.busy, inflight.count]).to.deep.equal([0, 0]);
+    clock.ms += 1_000;
+    expect(t.tick()).to.equal(false); // traffic, 41 s after the reduction: the next spell (still 30 s) starts here
+    expect(t.quietSpellMs).to.equal(30_000);
+    clock.ms += 29_999;
+    await request(g.app).get('/health');
+    expect(t.tick()).to.equal(false);
+    clock.ms += 1;
+    expect(t.tick()).to.equal('reduced');
+    expect(reduced).to.equal(2);
   });
 });

@@ -98,19 +98,23 @@ describe('metrics: Metrics', () => {
 
   it("the memory trimmer's counts are read at each scrape", async () => {
     const m = new Metrics({ defaultMetrics: false });
-    const trimmer = { trims: 0, released: 0, reductions: 0, reducedBytes: 0 };
+    const trimmer = { trims: 0, released: 0, reductions: 0, reducedBytes: 0, quietSpellMs: 30_000 };
     m.watchMemoryTrim(trimmer);
     expect(value((await m.render()).body, 'gateway_memory_trims_total')).to.equal(0);
     expect(value((await m.render()).body, 'gateway_memory_reductions_total')).to.equal(0);
+    expect(value((await m.render()).body, 'gateway_memory_quiet_spell_seconds')).to.equal(30);
     trimmer.trims = 3;
     trimmer.released = 75_000_000;
     trimmer.reductions = 2;
     trimmer.reducedBytes = 41_000_000;
+    trimmer.quietSpellMs = 120_000;
     const { body } = await m.render();
     expect(value(body, 'gateway_memory_trims_total')).to.equal(3);
     expect(value(body, 'gateway_memory_trim_released_bytes_total')).to.equal(75_000_000);
     expect(value(body, 'gateway_memory_reductions_total')).to.equal(2);
     expect(value(body, 'gateway_memory_reduction_released_bytes_total')).to.equal(41_000_000);
+    expect(value(body, 'gateway_memory_quiet_spell_seconds')).to.equal(120);
+    expect(body).to.include('# TYPE gateway_memory_quiet_spell_seconds gauge');
     expect(body).to.include('# TYPE gateway_memory_trims_total counter');
     expect(body).to.include('# TYPE gateway_memory_reductions_total counter');
   });
