@@ -18,7 +18,7 @@
  * every `--probe-ms`, as a load balancer polls; 0: none), and `--rounds` rounds of `--streams` burst streams (c=16) go
  * to each gateway in turn: the serving process's CPU a stream (all threads, and the main thread's) and the TTFB p50, by
  * round. Its RSS and its count of collections (`gateway_memory_reductions_total`) are read before and after each
- * quiet spell. A table per pause, and JSON in bench/results/quiet.json.
+ * quiet spell, and its spell (`gateway_memory_quiet_spell_seconds`) before it. A table per pause, and JSON in bench/results/quiet.json.
  *
  * The gateways warmed first were idle while the others warmed (~20 s each), long enough for their upstream connections
  * to close (a "never" gateway's first round shows it) and for a first collection before the first quiet spell. A
@@ -48,12 +48,12 @@ if (!Number.isInteger(PROBE_MS) || PROBE_MS < 0) throw new Error('--probe-ms tak
 if (VERSUS !== 'never' && VERSUS !== 'fixed') throw new Error('--versus takes never or fixed');
 if (QUIET_S * 1000 < REDUCE_AFTER_MS + 2 * TRIM_INTERVAL_MS) throw new Error('--quiet-s must outlast --reduce-after-ms by a second or more');
 
-/** The gateway's count of quiet-spell collections, from its /metrics (a probe: not traffic to it). */
-async function reductions(url: string): Promise<number> {
+/** The gateway's count of quiet-spell collections and its spell now, from its /metrics (a probe: not traffic to it). */
+async function memoryMetrics(url: string): Promise<{ collections: number; spellS: number }> {
   const r = await request(`${url}/metrics`, { dispatcher });
   const text = await r.body.text();
-  const m = /^gateway_memory_reductions_total (\d+)/m.exec(text);
-  return m ? Number(m[1]) : NaN;
+  const read = (name: string) => Number(new RegExp(`^${name} ([\\d.]+)`, 'm').exec(text)?.[1] ?? NaN);
+  return { collections: read('gateway_memory_reductions_total'), spellS: read('gateway_memory_quiet_spell_seconds') };
 }
 
 /** `ms` of quiet, with `GET /health` to every gateway each `PROBE_MS` when that is set. */
@@ -87,11 +87,11 @@ async function main() {
     const pauses = [];
     for (let p = 0; p < PAUSES; p++) {
       const before = gateways.map((g) => rssOf(g.pid));
-      const collectionsBefore = await Promise.all(gateways.map((g) => reductions(g.url)));
+      const metricsBefore = await Promise.all(gateways.map((g) => memoryMetrics(g.url)));
       log(`pause ${p + 1}/${PAUSES}: ${QUIET_S} s without traffic${PROBE_MS ? `, GET /health every ${PROBE_MS} ms` : ''}`);
       await quietSpell(gateways.map((g) => g.url), QUIET_S * 1000);
       const after = gateways.map((g) => rssOf(g.pid));
-      const collections = await Promise.all(gateways.map((g) => reductions(g.url)));
+      const metricsAfter = await Promise.all(gateways.map((g) => memoryMetrics(g.url)));
       const rounds = gateways.map(() => [] as Array<{ cpuUs: number; cpuMainUs: number; ttfbP50: number }>);
       for (let r = 0; r < ROUNDS; r++) {
         for (const [i, g] of gateways.entries()) {
@@ -100,9 +100,9 @@ async function main() {
           log(`pause ${p + 1}, round ${r + 1}/${ROUNDS} ${g.label}: ${m.cpuUs} µs CPU a stream`);
         }
       }
-      const rows: string[][] = [['gateway', 'RSS before / after the quiet spell', 'collections in the quiet spell (so far)', 'CPU µs a burst stream, by round (main thread)', 'TTFB p50 ms, by round']];
+      const rows: string[][] = [['gateway', 'RSS before / after the quiet spell', 'quiet spell before it', 'collections in the quiet spell (so far)', 'CPU µs a burst stream, by round (main thread)', 'TTFB p50 ms, by round']];
       for (const [i, g] of gateways.entries()) {
-        rows.push([g.label, `${mb(before[i])} / ${mb(after[i])} MB`, `${collections[i] - collectionsBefore[i]} (${collections[i]})`, rounds[i].map((x) => `${x.cpuUs} (${x.cpuMainUs})`).join(' '), rounds[i].map((x) => x.ttfbP50).join(' ')]);
+        rows.push([g.label, `${mb(before[i])} / ${mb(after[i])} MB`, `${metricsBefore[i].spellS} s`, `${metricsAfter[i].collections - metricsBefore[i].collections} (${metricsAfter[i].collections})`, rounds[i].map((x) => `${x.cpuUs} (${x.cpuMainUs})`).join(' '), rounds[i].map((x) => x.ttfbP50).join(' ')]);
       }
       console.log(`\npause ${p + 1} of ${PAUSES}`);
       console.log(formatTable(rows));
@@ -112,7 +112,7 @@ async function main() {
       console.log(`spell grows minus ${VERSUS === 'never' ? 'never' : 'spell fixed'}, median CPU µs a stream by round: ${diff.join(' ')} (~${cpuS.toFixed(2)} s of CPU over ${ROUNDS * STREAMS} streams)`);
       pauses.push({
         extraCpuUsByRound: diff, extraCpuS: cpuS,
-        gateways: gateways.map((g, i) => ({ label: g.label, rssBeforeMb: Number(mb(before[i])), rssAfterMb: Number(mb(after[i])), collectionsBefore: collectionsBefore[i], collections: collections[i], rounds: rounds[i] })),
+        gateways: gateways.map((g, i) => ({ label: g.label, rssBeforeMb: Number(mb(before[i])), rssAfterMb: Number(mb(after[i])), spellBeforeS: metricsBefore[i].spellS, collectionsBefore: metricsBefore[i].collections, collections: metricsAfter[i].collections, rounds: rounds[i] })),
       });
     }
     console.log(`\n(${STREAMS} burst streams at c=16 per round and gateway, the gateways in turn; a collection after ${REDUCE_AFTER_MS} ms without a request, ${QUIET_S} s quiet${PROBE_MS ? ` with GET /health every ${PROBE_MS} ms` : ''})`);
