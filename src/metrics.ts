@@ -205,7 +205,7 @@ export class Metrics implements AttemptMetrics {
       collect() { this.reset(); this.inc(source.reductions); } });
     new client.Counter({ name: 'gateway_memory_reduction_released_bytes_total', help: 'Resident memory those reductions gave back, in bytes.', registers,
       collect() { this.reset(); this.inc(source.reducedBytes); } });
-    new client.Gauge({ name: 'gateway_memory_quiet_spell_seconds', help: 'How long nothing must be served before the next reduction: MEMORY_REDUCE_AFTER_MS, doubled (up to MEMORY_REDUCE_MAX_MS) while the traffic comes back soon after reductions.', registers,
+    new client.Gauge({ name: 'gateway_memory_quiet_spell_seconds', help: 'How long nothing must be served before the next reduction: MEMORY_REDUCE_AFTER_MS, doubled (up to MEMORY_REDUCE_MAX_MS) while the traffic comes back soon after reductions; 0 when the heap is never reduced.', registers,
       collect() { this.set(source.quietSpellMs / 1000); } });
   }
 
