@@ -58,8 +58,8 @@ async function memoryMetrics(url: string): Promise<{ collections: number; spellS
 
 /** `ms` of quiet, with `GET /health` to every gateway each `PROBE_MS` when that is set. */
 async function quietSpell(urls: string[], ms: number): Promise<void> {
-  const until = Date.now() + ms;
   if (PROBE_MS === 0) return new Promise((r) => setTimeout(r, ms));
+  const until = Date.now() + ms;
   while (Date.now() < until) {
     await Promise.all(urls.map((u) => request(`${u}/health`, { dispatcher }).then((r) => r.body.text())));
     await new Promise((r) => setTimeout(r, Math.min(PROBE_MS, Math.max(0, until - Date.now()))));

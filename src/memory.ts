@@ -101,13 +101,14 @@ export class MemoryTrimmer {
   /** `inflight.started` at the last tick, and when a request was last seen in flight or started (probes aside). */
   private seen = 0;
   private busyAt = 0;
-  /** Something was served (or the process started) since the last reduction. */
-  private pending = true;
   private readonly reduceAfterMs: number;
   private readonly reduceMaxMs: number;
   /** The quiet spell now: reduceAfterMs, doubled after each reduction the traffic came back soon after (above). */
   private spellMs: number;
-  /** When the last reduction was made, until traffic is seen after it. */
+  /**
+   * When the last reduction was made, while nothing has been served since; undefined when something has (or the
+   * process started): a reduction is then due once the spell has passed.
+   */
   private reducedAt: number | undefined;
   /** Trims done, and the bytes of RSS they gave back; reductions done, and theirs (for the logs, metrics and tests). */
   trims = 0;
@@ -172,14 +173,12 @@ export class MemoryTrimmer {
     if (this.inflight.busy !== 0 || started !== this.seen) {
       this.seen = started;
       this.busyAt = now;
-      this.pending = true;
       if (this.reducedAt !== undefined) this.adapt(now - this.reducedAt);
       if (this.inflight.busy !== 0) return false;
     }
-    if (this.reduceFn && this.pending && now - this.busyAt >= this.spellMs) {
+    if (this.reduceFn && this.reducedAt === undefined && now - this.busyAt >= this.spellMs) {
       const reduce = this.reduceFn;
       const trim = this.trimFn;
-      this.pending = false;
       this.reductions++;
       this.reducedBytes += this.giveBack(this.read(), () => { reduce(); trim?.(); }, 'memory reduced');
       this.reducedAt = now;
