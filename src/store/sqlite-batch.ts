@@ -25,15 +25,10 @@
  * 1, the largest part of that load's 99th percentile. So the batch runs checkpoints itself, in PASSIVE mode, once
  * `checkpointWrites` writes have been committed since its last one. It counts writes, not time: each checkpoint's
  * two fsyncs are a fixed cost, and a store writing little (paced streams) needs few.
- * - By default a worker thread runs them on a connection of its own (src/store/wal-checkpointer.ts), once
- *   `offThreadWrites` writes were committed since the last, at most one per `offThreadMinMs`, busy store or quiet,
- *   and the store connection's automatic checkpoint is off while it lives. Run on the event loop they stopped every
- *   request in flight for 1.3–3.7 ms each, 2.4–6.7 % of the time under the benchmark's loads; in the worker they stop
- *   nothing (session 13 in docs/PERFORMANCE.md). A checkpoint copies each page the commits since the last one wrote
- *   once, however often they wrote it, and syncs both files: its cost is mostly fixed (the same few pages, the
- *   balance's, the holds', the ledger's and the records' last ones, and two fsyncs). At 40 writes a checkpoint, 16
- *   paced streams kept the worker at ~37 µs of CPU a stream; at 120, ~16 (docs/PERFORMANCE.md, session 59). Under
- *   load `offThreadMinMs` sets the pace either way.
+ * - By default a worker thread runs them on a connection of its own (src/store/wal-checkpointer.ts), at most one
+ *   per `offThreadMinMs`, busy store or quiet, and the store connection's automatic checkpoint is off while it
+ *   lives. Run on the event loop they stopped every request in flight for 1.3–3.7 ms each, 2.4–6.7 % of the time
+ *   under the benchmark's loads; in the worker they stop nothing (session 13 in docs/PERFORMANCE.md).
  *   SQLite writes the WAL from its beginning again only in a write transaction begun while every frame of it is in
  *   the database file. A worker's PASSIVE checkpoint copies the frames there were when it began, and a store that
  *   commits again before it ends finds it incomplete: one request after another, the WAL never started over and grew
@@ -53,10 +48,7 @@ import type { Kysely } from 'kysely';
 import { WalCheckpointer, type CheckpointResult, type CheckpointerOptions } from './wal-checkpointer.js';
 
 export interface WriteBatchOptions {
-  /**
-   * Writes committed between two of the batch's own checkpoints on the store connection (the worker's pace is
-   * `offThreadWrites`); 0 turns both off (the automatic one remains).
-   */
+  /** Writes committed between two of the batch's own checkpoints; 0 turns them off (the automatic one remains). */
   checkpointWrites?: number;
   /** The least time between two of them. */
   checkpointMinMs?: number;
@@ -67,8 +59,6 @@ export interface WriteBatchOptions {
    * most once per `offThreadMinMs`, quiet or not. Off: on the store connection, after quiet commits (above).
    */
   offThread?: boolean | CheckpointerOptions;
-  /** Writes committed between two of the worker's checkpoints (`checkpointWrites` is the store connection's). */
-  offThreadWrites?: number;
   offThreadMinMs?: number;
   /**
    * The WAL's length in frames (pages) from which a worker's checkpoint left incomplete is finished on the store
@@ -83,8 +73,7 @@ export interface WriteBatchOptions {
 }
 
 const CHECKPOINT_DEFAULTS: Required<WriteBatchOptions> = {
-  checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4, offThread: true, offThreadWrites: 120, offThreadMinMs: 100, restartFrames: 1000,
-  finishWrites: 256,
+  checkpointWrites: 40, checkpointMinMs: 10, quietWrites: 4, offThread: true, offThreadMinMs: 100, restartFrames: 1000, finishWrites: 256,
 };
 
 interface Op {
@@ -196,13 +185,11 @@ export class SqliteWriteBatch {
     this.writesSinceCheckpoint += ops.length;
     this.writesDuringCheckpoint += ops.length;
     const c = this.checkpoints;
-    if (c.checkpointWrites === 0 || this.checkpointDue) return;
-    const worker = this.checkpointer?.usable;
-    if (this.writesSinceCheckpoint < (worker ? c.offThreadWrites : c.checkpointWrites)) return;
+    if (c.checkpointWrites === 0 || this.writesSinceCheckpoint < c.checkpointWrites || this.checkpointDue) return;
     const now = performance.now();
     const since = now - this.lastCheckpoint;
-    if (worker) {
-      if (since >= c.offThreadMinMs && this.checkpointer!.request()) {
+    if (this.checkpointer?.usable) {
+      if (since >= c.offThreadMinMs && this.checkpointer.request()) {
         this.lastCheckpoint = now;
         this.writesSinceCheckpoint = 0;
       }

@@ -256,8 +256,8 @@ describe('SqliteWriteBatch (group commit)', () => {
     return { ck, worker: ck.checkpointer as WalCheckpointer };
   };
 
-  it('off the event loop: a worker thread checkpoints every offThreadWrites writes, busy or quiet, and the store connection\'s automatic checkpoint is off meanwhile', async () => {
-    const { ck, worker } = withWorker({ offThreadWrites: 3, offThreadMinMs: 0, quietWrites: 0 });
+  it('off the event loop: a worker thread checkpoints every checkpointWrites writes, busy or quiet, and the store connection\'s automatic checkpoint is off meanwhile', async () => {
+    const { ck, worker } = withWorker({ checkpointWrites: 3, offThreadMinMs: 0, quietWrites: 0 });
     expect(worker.running, 'no worker before a checkpoint is due').to.equal(false);
     const start = dbSize();
     await ck.run(() => insert(wide('a')));
@@ -277,23 +277,8 @@ describe('SqliteWriteBatch (group commit)', () => {
     expect(autoCheckpoint(), 'closed: the automatic checkpoint is back').to.equal(1000);
   });
 
-  it('by default the worker checkpoints once 120 writes were committed since its last, not at the store connection\'s 40', async () => {
-    // A checkpoint's cost is mostly fixed (the same hot pages copied, two fsyncs): 16 paced streams kept the worker
-    // at ~37 µs of CPU a stream at 40 writes a checkpoint, ~16 at 120 (docs/PERFORMANCE.md, session 59).
-    const { ck, worker } = withWorker({});
-    for (let i = 0; i < 119; i++) await ck.run(() => insert(wide(`w${i}`)));
-    await sleep(150);
-    expect(worker.stats.started, '119 writes: no checkpoint asked for yet').to.equal(0);
-    expect(autoCheckpoint(), 'no worker yet: the automatic checkpoint is on').to.equal(1000);
-    const before = dbSize();
-    await ck.run(() => insert(wide('w119')));
-    await until('the 120th write: the worker ran a checkpoint', () => worker.stats.checkpoints >= 1);
-    expect(dbSize(), '120 rows copied into the database file').to.be.greaterThan(before + 100 * 3000);
-    expect(names().length).to.equal(120);
-  });
-
   it('the worker stops after idleMs without a checkpoint to run (an idle gateway holds no thread) and starts again when one is due', async () => {
-    const { ck, worker } = withWorker({ offThreadWrites: 1, offThreadMinMs: 0, offThread: { idleMs: 100 } });
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 0, offThread: { idleMs: 100 } });
     await ck.run(() => insert(wide('a')));
     await until('a checkpoint', () => worker.stats.checkpoints >= 1);
     expect(worker.running).to.equal(true);
@@ -307,7 +292,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('at most one worker checkpoint per offThreadMinMs: writes in between wait for the next one', async () => {
-    const { ck, worker } = withWorker({ offThreadWrites: 1, offThreadMinMs: 600 });
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 600 });
     await ck.run(() => insert(wide('a')));
     await until('the first checkpoint', () => worker.stats.checkpoints >= 1);
     const first = dbSize();
@@ -322,7 +307,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('a worker that cannot start leaves the checkpoints to the store connection (quiet commits, as without one)', async () => {
-    const { ck, worker } = withWorker({ checkpointWrites: 1, checkpointMinMs: 0, offThreadWrites: 1, offThreadMinMs: 0, offThread: { driver: '/nonexistent/better-sqlite3.js' } });
+    const { ck, worker } = withWorker({ checkpointWrites: 1, checkpointMinMs: 0, offThreadMinMs: 0, offThread: { driver: '/nonexistent/better-sqlite3.js' } });
     await ck.run(() => insert(wide('a')));
     await until('the failed start noticed', () => !worker.usable);
     expect(worker.stats).to.include({ started: 1, checkpoints: 0 });
@@ -336,7 +321,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('a worker that dies gives the checkpoints back to the store connection until the next one due starts another', async () => {
-    const { ck, worker } = withWorker({ offThreadWrites: 1, offThreadMinMs: 0 });
+    const { ck, worker } = withWorker({ checkpointWrites: 1, offThreadMinMs: 0 });
     await ck.run(() => insert(wide('a')));
     await until('a checkpoint', () => worker.stats.checkpoints >= 1);
     expect(autoCheckpoint()).to.equal(0);
@@ -358,7 +343,7 @@ describe('SqliteWriteBatch (group commit)', () => {
     // copied to the database file. A worker's PASSIVE checkpoint copies the frames there were when it began; a
     // store that commits again before it ends (one request after another) never found it complete, and its WAL
     // grew without end (73 MB after 6,000 streams one at a time, 12 KB a request).
-    const { ck, worker } = withWorker({ offThreadWrites: 10, offThreadMinMs: 0, restartFrames: 200 });
+    const { ck, worker } = withWorker({ checkpointWrites: 10, offThreadMinMs: 0, restartFrames: 200 });
     const header = () => {
       const fd = fs.openSync(`${file}-wal`, 'r');
       try {
@@ -386,7 +371,7 @@ describe('SqliteWriteBatch (group commit)', () => {
   });
 
   it('every write survives checkpoints running beside the commits, and the last close checkpoints the WAL away', async () => {
-    const { ck, worker } = withWorker({ offThreadWrites: 5, offThreadMinMs: 0 });
+    const { ck, worker } = withWorker({ checkpointWrites: 5, offThreadMinMs: 0 });
     const all: string[] = [];
     for (let round = 0; round < 20; round++) {
       const batchNames = Array.from({ length: 10 }, (_, i) => `r${round}-${i}`);
