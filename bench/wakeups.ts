@@ -41,14 +41,6 @@ const ROUNDS = Number(arg('--rounds') ?? 3);
 const WARMUP = Number(arg('--warmup') ?? 3000);
 for (const m of MODES) if (!BODIES[m] && PACED[m] === undefined) throw new Error(`--modes takes ${[...Object.keys(BODIES), ...Object.keys(PACED)].join(', ')}`);
 
-/** The main thread's CPU a sleep and a wake in this process: a chain of `count` one-millisecond timers, in µs each. */
-async function wakeCostUs(count = 2000): Promise<number> {
-  const cpuNs = () => Number(fs.readFileSync(`/proc/${process.pid}/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]);
-  const before = cpuNs();
-  for (let i = 0; i < count; i++) await new Promise((resolve) => setTimeout(resolve, 1));
-  return (cpuNs() - before) / count / 1000;
-}
-
 /** One thread's counters: context switches, and ns on a core and runnable waiting for one. */
 interface Counters { voluntary: number; involuntary: number; cpuNs: number; waitNs: number }
 const ZERO: Counters = { voluntary: 0, involuntary: 0, cpuNs: 0, waitNs: 0 };
@@ -70,6 +62,14 @@ function threads(pid: number): Map<string, Counters> {
     }
   }
   return out;
+}
+
+/** The main thread's CPU a sleep and a wake in this process: a chain of `count` one-millisecond timers, in µs each. */
+async function wakeCostUs(count = 2000): Promise<number> {
+  const me = String(process.pid);
+  const before = threads(process.pid).get(me)!.cpuNs;
+  for (let i = 0; i < count; i++) await new Promise((resolve) => setTimeout(resolve, 1));
+  return (threads(process.pid).get(me)!.cpuNs - before) / count / 1000;
 }
 
 /** What the main thread and the others did between two readings, per request. */
@@ -119,7 +119,7 @@ async function main() {
           const t = targets[ti];
           const paced = PACED[mode];
           const n = paced === undefined ? N : STREAMS;
-          // a paced round is led in by a sixth as many streams, uncounted, as the benchmark's measures are
+          // a paced round is led in, uncounted, by a sixth as many streams (the benchmark's measures by a quarter)
           if (paced !== undefined) await streaming(t.url, t.key, 16, Math.round(n / 6), PACED_MODEL, paced);
           const before = threads(t.pid);
           const started = process.hrtime.bigint();
