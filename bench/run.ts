@@ -30,7 +30,9 @@
  * each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
  * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run. A warm-up runs
  * every loaded path once first, and each loaded measure is led in by an uncounted short run of itself (session 35).
- * Prints one table and writes bench/results/latest.json. Bounded in time and count; loopback only.
+ * Prints one table, then issue 9's targets met or missed by each database's run and the share of the machine's CPU
+ * time its hypervisor took during each round (bench/targets.ts, since session 63), and writes
+ * bench/results/latest.json. Bounded in time and count; loopback only.
  * Flags: --quick (shorter runs), --no-postgres.
  */
 import { execFileSync } from 'node:child_process';
@@ -38,6 +40,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
 import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -79,6 +82,8 @@ async function main() {
   const bareUrl = bare.match[1];
 
   const results: Record<string, any> = { date: new Date().toISOString(), cpus: os.cpus().length, node: process.version, quick: QUICK, rounds };
+  // the CPU time stolen by the hypervisor (bench/targets.ts): over each database's rounds, and each round
+  const stolen: Record<string, { rounds: Array<number | undefined>; all: number | undefined }> = {};
   const dbs: Array<[string, Record<string, string>]> = [['sqlite', {}]];
   if (WITH_PG) {
     const ok = await new pg.Client({ connectionString: PG_URL }).connect().then(() => true, () => false);
@@ -103,7 +108,10 @@ async function main() {
     // leads in with 50 requests of its own): a process idle while the other targets were measured may have let V8's
     // memory reducer collect, and code optimised for objects that died with it is compiled again when the load comes
     // back (session 35).
+    const measuredFrom = machineTicks();
+    stolen[label] = { rounds: [], all: undefined };
     for (let i = 0; i < rounds; i++) {
+      const roundFrom: MachineTicks | undefined = machineTicks();
       log(`${label}: round ${i + 1} of ${rounds}: concurrency 1 (small, 100 KB and 2 MB bodies), concurrency 64, streaming burst, paced (together and spread) and one at a time (direct, bare proxy, gateway)`);
       // Each measure also takes the serving process's CPU time per request or stream (/proc): the figure that
       // decides the loaded measures on 2 cores shared by the client, the simulator and the server under test.
@@ -124,7 +132,9 @@ async function main() {
           push(who, m.name, await withCpu(pid, () => streaming(url, key, m.concurrency, m.total, m.model, m.spreadMs, body), perStream));
         }
       }
+      stolen[label].rounds.push(stolenPct(roundFrom, machineTicks()));
     }
+    stolen[label].all = stolenPct(measuredFrom, machineTicks());
     // Idle after the load: V8's memory reducer gives the heap back once the process has been quiet for a while
     // (30–70 s here); the RSS measured just after start-up is the start-up's transient, not an idle gateway.
     log(`${label}: ${settleSecs} s without traffic (RSS of the idle gateway after the load)`);
@@ -220,10 +230,19 @@ async function main() {
     };
   }
   results.derived = derived;
+  results.targets = Object.fromEntries(dbs.map(([l]) => [l, targetVerdicts(derived[l], results[l].c64.errors)]));
+  results.stolen_pct = stolen;
   console.log(formatTable(rows));
   console.log(`\n(medians of ${rounds} alternating rounds; direct and bare-proxy columns from the ${dbs[0][0]} run; CPU: the serving process's own, direct = the simulator's)`);
   console.log('Derived, each against the direct and bare-proxy rounds of its own run (gateway minus direct; throughput as a share of the bare proxy):');
   for (const [l, d] of Object.entries(derived)) console.log(`  ${l}: ${JSON.stringify(d)}`);
+  const pctText = (p: number | undefined) => (p === undefined ? 'not known' : `${p} %`);
+  for (const [l] of dbs) {
+    const verdicts = results.targets[l] as ReturnType<typeof targetVerdicts>;
+    console.log(`\nIssue 9's targets, ${l} run (${verdicts.filter((v) => v.met).length} of ${verdicts.length} met; the targets are the embedded default's):`);
+    for (const v of verdicts) console.log(`  ${v.met ? 'met   ' : 'missed'}  ${v.target}: ${v.value}`);
+  }
+  console.log(`\nCPU time stolen by the hypervisor while measuring: ${dbs.map(([l]) => `${l} ${pctText(stolen[l].all)} (rounds: ${stolen[l].rounds.map(pctText).join(', ')})`).join('; ')}`);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
   fs.writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify(results, null, 2));
   log('wrote bench/results/latest.json');

@@ -1,0 +1,100 @@
+/**
+ * What `npm run bench` says about a run besides its figures (since session 63): issue 9's targets, met or missed, from
+ * the run's derived figures, and how much of the machine's CPU time the hypervisor took while the run measured.
+ *
+ * The targets (issue 9, on the embedded default): added latency at c=1 p50 ≤ 1 ms and p99 ≤ 5 ms; c=64 throughput
+ * ≥ 60 % of the bare proxy's with no errors; added time to first byte p50 ≤ 1 ms, read here as in the README's table
+ * for each streamed measure (the burst and the paced streams at c=16, spread and together, and one stream at a time);
+ * memory ≤ 150 MB RSS idle (after the load, and after the 2 MB vision requests where the run has them) and ≤ 40 KB
+ * per open stream.
+ *
+ * Stolen time: on a virtual machine `/proc/stat`'s `steal` column counts the time a virtual CPU was ready to run while
+ * the hypervisor ran something else. Runs of this benchmark on this project's VM differ by 2–3 × in every process's
+ * CPU time a request (docs/PERFORMANCE.md); the share stolen during each round says whether a slow stretch was the
+ * host taking the CPUs (a kernel without steal accounting reports 0).
+ */
+import fs from 'node:fs';
+
+/** The derived figures of one database's run (bench/run.ts `derived[label]`), and its c=64 error count. */
+export interface DerivedFigures {
+  added_p50_ms: number;
+  added_p99_ms: number;
+  bare_added_p50_ms: number;
+  throughput_vs_bare: number;
+  added_ttfb_p50_ms: number;
+  bare_added_ttfb_p50_ms: number;
+  added_ttfb_paced_p50_ms: number;
+  bare_added_ttfb_paced_p50_ms: number;
+  added_ttfb_paced_spread_p50_ms: number;
+  bare_added_ttfb_paced_spread_p50_ms: number;
+  added_ttfb_c1_p50_ms: number;
+  bare_added_ttfb_c1_p50_ms: number;
+  idle_rss_after_load_mb: number;
+  idle_rss_after_images_mb?: number;
+  rss_per_stream_kb: number;
+}
+
+export interface TargetVerdict {
+  target: string;
+  /** The run's figure, as printed (unit included). */
+  value: string;
+  met: boolean;
+}
+
+const ms = (n: number) => `${n} ms`;
+
+/** Issue 9's targets against one database's run: each one's figure and whether it was met. */
+export function targetVerdicts(d: DerivedFigures, c64Errors: number): TargetVerdict[] {
+  const ttfb = (target: string, added: number, bare: number): TargetVerdict => ({ target, value: `${ms(added)} (the bare proxy ${ms(bare)})`, met: added <= 1 });
+  const idle = [d.idle_rss_after_load_mb, ...(d.idle_rss_after_images_mb === undefined ? [] : [d.idle_rss_after_images_mb])];
+  return [
+    { target: 'added p50 ≤ 1 ms (c=1)', value: `${ms(d.added_p50_ms)} (the bare proxy ${ms(d.bare_added_p50_ms)})`, met: d.added_p50_ms <= 1 },
+    { target: 'added p99 ≤ 5 ms (c=1)', value: ms(d.added_p99_ms), met: d.added_p99_ms <= 5 },
+    {
+      target: 'throughput ≥ 60 % of the bare proxy, no errors (c=64)',
+      value: `${Math.round(d.throughput_vs_bare * 1000) / 10} %, ${c64Errors} errors`,
+      met: d.throughput_vs_bare >= 0.6 && c64Errors === 0,
+    },
+    ttfb('added TTFB p50 ≤ 1 ms: burst (c=16)', d.added_ttfb_p50_ms, d.bare_added_ttfb_p50_ms),
+    ttfb('added TTFB p50 ≤ 1 ms: paced, starts spread (c=16)', d.added_ttfb_paced_spread_p50_ms, d.bare_added_ttfb_paced_spread_p50_ms),
+    ttfb('added TTFB p50 ≤ 1 ms: paced, 16 started together', d.added_ttfb_paced_p50_ms, d.bare_added_ttfb_paced_p50_ms),
+    ttfb('added TTFB p50 ≤ 1 ms: one stream at a time', d.added_ttfb_c1_p50_ms, d.bare_added_ttfb_c1_p50_ms),
+    { target: 'idle RSS ≤ 150 MB', value: idle.map((mb) => `${mb} MB`).join(', after 2 MB images '), met: idle.every((mb) => mb <= 150) },
+    { target: 'RSS per open stream ≤ 40 KB', value: `${d.rss_per_stream_kb} KB`, met: d.rss_per_stream_kb <= 40 },
+  ];
+}
+
+/** The machine's CPU time (clock ticks, all CPUs together) from `/proc/stat`'s first line. */
+export interface MachineTicks {
+  total: number;
+  idle: number;
+  steal: number;
+}
+
+/**
+ * `/proc/stat`'s aggregate `cpu` line: user nice system idle iowait irq softirq steal (guest time is inside user's and
+ * nice's, so it is not added again). Undefined when the text has no such line.
+ */
+export function parseProcStat(text: string): MachineTicks | undefined {
+  const line = text.split('\n').find((l) => /^cpu\s/.test(l));
+  if (!line) return undefined;
+  const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (f.length < 4 || f.some((n) => !Number.isFinite(n))) return undefined;
+  const [user, nice, system, idle, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+  return { total: user + nice + system + idle + iowait + irq + softirq + steal, idle: idle + iowait, steal };
+}
+
+/** The machine's CPU time now; undefined where there is no Linux `/proc/stat`. */
+export function machineTicks(): MachineTicks | undefined {
+  try {
+    return parseProcStat(fs.readFileSync('/proc/stat', 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The share (%) of the CPU time between two readings that was stolen; undefined without both, or with no time between. */
+export function stolenPct(a: MachineTicks | undefined, b: MachineTicks | undefined): number | undefined {
+  if (!a || !b || b.total <= a.total) return undefined;
+  return Math.round(((b.steal - a.steal) / (b.total - a.total)) * 1000) / 10;
+}

@@ -1,0 +1,77 @@
+/**
+ * `npm run bench`'s verdict on issue 9's targets and its reading of the CPU time stolen by the hypervisor
+ * (bench/targets.ts). The machine's own /proc/stat is read too, so a format the parser no longer follows fails here
+ * rather than printing "not known" in every run.
+ */
+import { expect } from 'chai';
+import fs from 'node:fs';
+import { machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
+
+/** Run FB's SQLite figures (session 63): every target met. */
+const FB: DerivedFigures = {
+  added_p50_ms: 0.234, added_p99_ms: 1.02, bare_added_p50_ms: 0.139, throughput_vs_bare: 0.879,
+  added_ttfb_p50_ms: 0.618, bare_added_ttfb_p50_ms: -0.131, added_ttfb_paced_p50_ms: 0.624, bare_added_ttfb_paced_p50_ms: 0.222,
+  added_ttfb_paced_spread_p50_ms: 0.425, bare_added_ttfb_paced_spread_p50_ms: 0.216, added_ttfb_c1_p50_ms: 0.284, bare_added_ttfb_c1_p50_ms: 0.171,
+  idle_rss_after_load_mb: 123.9, idle_rss_after_images_mb: 123.6, rss_per_stream_kb: 12.3,
+};
+
+const missed = (d: DerivedFigures, errors = 0) => targetVerdicts(d, errors).filter((v) => !v.met).map((v) => v.target);
+
+describe('bench: issue 9 targets', () => {
+  it('names every target with its figure, all met for a run within them', () => {
+    const v = targetVerdicts(FB, 0);
+    expect(v.map((x) => x.target)).to.deep.equal([
+      'added p50 ≤ 1 ms (c=1)', 'added p99 ≤ 5 ms (c=1)', 'throughput ≥ 60 % of the bare proxy, no errors (c=64)',
+      'added TTFB p50 ≤ 1 ms: burst (c=16)', 'added TTFB p50 ≤ 1 ms: paced, starts spread (c=16)',
+      'added TTFB p50 ≤ 1 ms: paced, 16 started together', 'added TTFB p50 ≤ 1 ms: one stream at a time',
+      'idle RSS ≤ 150 MB', 'RSS per open stream ≤ 40 KB',
+    ]);
+    expect(v.every((x) => x.met)).to.equal(true);
+    expect(v[0].value).to.equal('0.234 ms (the bare proxy 0.139 ms)');
+    expect(v[2].value).to.equal('87.9 %, 0 errors');
+    expect(v[3].value).to.equal('0.618 ms (the bare proxy -0.131 ms)');
+    expect(v[7].value).to.equal('123.9 MB, after 2 MB images 123.6 MB');
+  });
+
+  it('misses exactly the targets a run is outside of, with the limits themselves counted as met', () => {
+    expect(missed({ ...FB, added_ttfb_paced_p50_ms: 2.097, added_ttfb_p50_ms: 1.355 })).to.deep.equal([
+      'added TTFB p50 ≤ 1 ms: burst (c=16)', 'added TTFB p50 ≤ 1 ms: paced, 16 started together',
+    ]);
+    expect(missed({ ...FB, added_p50_ms: 1, added_p99_ms: 5, throughput_vs_bare: 0.6, idle_rss_after_load_mb: 150, rss_per_stream_kb: 40 })).to.deep.equal([]);
+    expect(missed({ ...FB, added_p99_ms: 5.003 })).to.deep.equal(['added p99 ≤ 5 ms (c=1)']);
+  });
+
+  it('misses throughput with any error, and idle memory after either load', () => {
+    expect(missed(FB, 3)).to.deep.equal(['throughput ≥ 60 % of the bare proxy, no errors (c=64)']);
+    expect(missed({ ...FB, throughput_vs_bare: 0.599 })).to.deep.equal(['throughput ≥ 60 % of the bare proxy, no errors (c=64)']);
+    expect(missed({ ...FB, idle_rss_after_images_mb: 155.8 })).to.deep.equal(['idle RSS ≤ 150 MB']);
+    const { idle_rss_after_images_mb: _, ...withoutImages } = FB;
+    const v = targetVerdicts(withoutImages, 0);
+    expect(v[7]).to.deep.equal({ target: 'idle RSS ≤ 150 MB', value: '123.9 MB', met: true });
+  });
+});
+
+describe('bench: CPU time stolen by the hypervisor', () => {
+  it('reads /proc/stat’s aggregate line, guest time not counted twice', () => {
+    const text = 'cpu  53230 10 12932 202168 357 0 3743 27 500 0\ncpu0 25057 0 6152 103046 48 0 1781 9 0 0\nintr 1 2 3\n';
+    expect(parseProcStat(text)).to.deep.equal({ total: 53230 + 10 + 12932 + 202168 + 357 + 3743 + 27, idle: 202168 + 357, steal: 27 });
+    expect(parseProcStat('cpu0 1 2 3 4\n')).to.equal(undefined);
+    expect(parseProcStat('cpu  1 2 x 4\n')).to.equal(undefined);
+  });
+
+  it('gives the share stolen between two readings, or nothing when it cannot tell', () => {
+    expect(stolenPct({ total: 1000, idle: 500, steal: 10 }, { total: 3000, idle: 900, steal: 310 })).to.equal(15);
+    expect(stolenPct({ total: 1000, idle: 500, steal: 10 }, { total: 1000, idle: 500, steal: 10 })).to.equal(undefined);
+    expect(stolenPct(undefined, { total: 1, idle: 0, steal: 0 })).to.equal(undefined);
+  });
+
+  it('reads this machine’s counters where it has /proc/stat', function () {
+    if (!fs.existsSync('/proc/stat')) this.skip();
+    const a = machineTicks();
+    expect(a, 'parsed').to.not.equal(undefined);
+    expect(a!.total).to.be.greaterThan(0);
+    expect(a!.steal).to.be.at.least(0).and.at.most(a!.total);
+    const b = machineTicks()!;
+    expect(b.total).to.be.at.least(a!.total);
+  });
+});
