@@ -64,10 +64,9 @@ export function targetVerdicts(d: DerivedFigures, c64Errors: number): TargetVerd
   ];
 }
 
-/** The machine's CPU time (clock ticks, all CPUs together) from `/proc/stat`'s first line. */
+/** The machine's CPU time (clock ticks, all CPUs together) from `/proc/stat`'s first line: all of it, and stolen. */
 export interface MachineTicks {
   total: number;
-  idle: number;
   steal: number;
 }
 
@@ -81,7 +80,7 @@ export function parseProcStat(text: string): MachineTicks | undefined {
   const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
   if (f.length < 4 || f.some((n) => !Number.isFinite(n))) return undefined;
   const [user, nice, system, idle, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
-  return { total: user + nice + system + idle + iowait + irq + softirq + steal, idle: idle + iowait, steal };
+  return { total: user + nice + system + idle + iowait + irq + softirq + steal, steal };
 }
 
 /** The machine's CPU time now; undefined where there is no Linux `/proc/stat`. */
