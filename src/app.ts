@@ -385,7 +385,7 @@ function isProbe(method: string | undefined, path: string): boolean {
 /** The plain Express routes and the upload operations. */
 function needsExpress(req: IncomingMessage): boolean {
   const path = pathOf(req.url);
-  if (req.method === 'GET') return path === '/docs' || path.startsWith('/docs/') || path === '/metrics' || path === '/status';
+  if (req.method === 'GET' || req.method === 'HEAD') return path === '/docs' || path.startsWith('/docs/') || path === '/metrics' || path === '/status';
   return req.method === 'POST' && (path === TRANSCRIBE_PATH || path === TRANSCRIBE_BASE64_PATH);
 }
 

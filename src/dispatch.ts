@@ -64,7 +64,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
  * A JSON answer: the body serialised once, its length known. With the request, a GET 200 also carries a weak ETag
- * of its body (as Express gave one), and a client polling with a matching If-None-Match gets a bodiless 304.
+ * of its body (as Express gave one), and a client polling with a matching If-None-Match gets a bodiless 304; a HEAD
+ * gets the GET's head (Node sends no body to a HEAD request).
  */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>, req?: IncomingMessage, json?: string): void {
   // A large body is encoded once here (src/utf8.ts), and its length and tag read from the bytes.
@@ -78,7 +79,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
       if (k.length === 12 && k.toLowerCase() === 'content-type') typed = true;
     }
   }
-  if (req?.method === 'GET' && status === 200) {
+  if ((req?.method === 'GET' || req?.method === 'HEAD') && status === 200) {
     const tag = etag(text, { weak: true });
     head.push('ETag', tag);
     if (fresh(req.headers, { etag: tag })) {

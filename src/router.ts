@@ -1,7 +1,7 @@
 /**
  * Operation matching, compiled once from the spec: an exact path with the method wins; otherwise path templates
  * (each `{param}` one segment, its value percent-decoded), the most specific (longest static part) first; a path
- * that matches with no operation for the method is a 405, no match at all a 404. The dispatcher
+ * that matches with no operation for the method is a 405 (a HEAD is matched as the GET), no match at all a 404. The dispatcher
  * (src/dispatch.ts) uses it directly, and it replaces openapi-backend's own matching, which rebuilds its
  * operation list and regexes on every call.
  */
@@ -57,6 +57,13 @@ export class Routes {
    * `path` without the query string.
    */
   match(method: string, path: string): RouteMatch | 404 | 405 {
+    const m = this.matchMethod(method, path);
+    // HEAD is GET without the body (RFC 9110 §9.3.2): a resource served to GET answers HEAD with the same head, and
+    // Node's response sends no body to a HEAD request.
+    return m === 405 && method === 'HEAD' ? this.matchMethod('GET', path) : m;
+  }
+
+  private matchMethod(method: string, path: string): RouteMatch | 404 | 405 {
     const hit = this.exact.get(path)?.get(method);
     if (hit) return { op: hit, params: NO_PARAMS };
     let pathMatched = false;
@@ -76,10 +83,11 @@ export class Routes {
     return pathMatched ? 405 : 404;
   }
 
-  /** The methods (upper case) some operation serves on `path`. */
+  /** The methods (upper case) some operation serves on `path`; HEAD wherever GET is. */
   allowed(path: string): string[] {
     const bare = path.length > 1 ? path.replace(/\/$/, '') : path;
-    return this.templates.filter((t) => t.re.test(path) || t.re.test(bare)).map((t) => t.method);
+    const methods = this.templates.filter((t) => t.re.test(path) || t.re.test(bare)).map((t) => t.method);
+    return methods.includes('GET') && !methods.includes('HEAD') ? [...methods, 'HEAD'] : methods;
   }
 }
 

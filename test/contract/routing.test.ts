@@ -99,8 +99,42 @@ describe('contract: validation and routing', () => {
     expect(nf.body.error).to.include({ type: 'not_found_error', code: 'route_not_found' });
     const na = await request(gw.app).delete('/v1/routers');
     expect(na.status).to.equal(405);
-    expect(na.headers.allow).to.equal('GET');
+    expect(na.headers.allow).to.equal('GET, HEAD');
     expect(na.body.error.code).to.equal('method_not_allowed');
+    const post = await request(gw.app).head('/v1/chat/completions').set(auth());
+    expect(post.status).to.equal(405);
+    expect(post.headers.allow).to.equal('POST');
+  });
+
+  it('HEAD answers as GET does, without the body: status, type, length, ETag (and 304 on a match); auth alike', async () => {
+    // /metrics and /status change between two requests (counters, times): their length is not compared
+    for (const path of ['/v1/routers', '/v1/models?limit=3', '/health', '/openapi.yaml', '/metrics', '/status']) {
+      const stable = path !== '/metrics' && path !== '/status';
+      const get = await request(gw.app).get(path).set(auth()).buffer(true).parse((res, cb) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => cb(null, Buffer.concat(parts)));
+      });
+      const head = await request(gw.app).head(path).set(auth());
+      expect(get.status, path).to.equal(200);
+      expect(head.status, path).to.equal(200);
+      expect((get.body as Buffer).length, path).to.be.greaterThan(0);
+      expect(head.text ?? '', path).to.equal('');
+      expect(head.headers['content-type'], path).to.equal(get.headers['content-type']);
+      if (stable) {
+        expect(Number(head.headers['content-length']), path).to.equal((get.body as Buffer).length);
+      }
+      if (get.headers.etag !== undefined) expect(head.headers.etag, path).to.equal(get.headers.etag);
+    }
+    const tagged = await request(gw.app).get('/v1/routers');
+    const notModified = await request(gw.app).head('/v1/routers').set('If-None-Match', tagged.headers.etag);
+    expect(notModified.status).to.equal(304);
+    // an operation that needs a key: refused on HEAD without one as on GET, answered with one
+    expect((await request(gw.app).head('/v1/model-health')).status).to.equal(401);
+    expect((await request(gw.app).get('/v1/model-health')).status).to.equal(401);
+    const withKey = await request(gw.app).head('/v1/model-health').set(auth());
+    expect(withKey.status).to.equal(200);
+    expect(withKey.headers['content-type']).to.match(/^application\/json/);
   });
 
   it('every error carries the request id, echoed from X-Request-Id', async () => {
