@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
-import { machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
+import { addedRounds, machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
 
 /** Run FB's SQLite figures (session 63): every target met. */
 const FB: DerivedFigures = {
@@ -48,6 +48,29 @@ describe('bench: issue 9 targets', () => {
     const { idle_rss_after_images_mb: _, ...withoutImages } = FB;
     const v = targetVerdicts(withoutImages, 0);
     expect(v[7]).to.deep.equal({ target: 'idle RSS ≤ 150 MB', value: '123.9 MB', met: true });
+  });
+
+  it('gives each added time its rounds (the gateway\'s round minus the direct one of the same round); the verdict stays the medians\'', () => {
+    const round = (c1: number, stream: number, paced: number, spread: number, single: number) => ({
+      c1: [{ p50: c1 }], stream: [{ ttfbP50: stream }], paced: [{ ttfbP50: paced }], pacedSpread: [{ ttfbP50: spread }], single: [{ ttfbP50: single }],
+    });
+    const join = (...rs: Array<ReturnType<typeof round>>) => Object.fromEntries(Object.keys(rs[0]).map((k) => [k, rs.flatMap((r) => (r as any)[k])]));
+    const runs = {
+      direct: join(round(1.0, 9.0, 3.0, 2.0, 0.9), round(1.1, 9.5, 3.1, 2.1, 0.95), round(1.05, 10.0, 3.2, 2.2, 1.0)),
+      sqlite: join(round(1.2, 9.4, 3.5, 2.4, 1.2), round(1.35, 11.1, 3.7, 2.5, 1.25), round(1.3, 10.2, 4.0, 2.6, 1.3)),
+      bare: join(round(0, 0, 0, 0, 0)),
+    };
+    const r = addedRounds(runs, 'sqlite');
+    expect(r).to.deep.equal({
+      added_p50_ms: [0.2, 0.25, 0.25], added_ttfb_p50_ms: [0.4, 1.6, 0.2], added_ttfb_paced_p50_ms: [0.5, 0.6, 0.8],
+      added_ttfb_paced_spread_p50_ms: [0.4, 0.4, 0.4], added_ttfb_c1_p50_ms: [0.3, 0.3, 0.3],
+    });
+    // the bare proxy has one round where the direct measure has three: its rounds do not pair, nothing is given
+    expect(addedRounds(runs, 'bare')).to.deep.equal({});
+    const v = targetVerdicts({ ...FB, added_ttfb_p50_ms: 0.4 }, 0, r);
+    expect(v[3]).to.deep.equal({ target: 'added TTFB p50 ≤ 1 ms: burst (c=16)', value: '0.4 ms (the bare proxy -0.131 ms; rounds 0.4, 1.6, 0.2 ms)', met: true });
+    expect(v[0].value).to.equal('0.234 ms (the bare proxy 0.139 ms; rounds 0.2, 0.25, 0.25 ms)');
+    expect(v[1].value).to.equal('1.02 ms');
   });
 });
 
