@@ -27,9 +27,10 @@
  *      database's run only: the bodies' Buffers are what is left in the C allocator's heap), and on a freshly
  *      started gateway 1,000 concurrent open streams: its peak RSS and RSS per stream.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds (the
- * burst `BURST_REPEATS` times a round, since session 64) and each figure is the median of its rounds (errors are summed), so the machine's drift during a run hits all three
- * alike; a gateway's derived figures compare it with the direct and bare-proxy rounds of its own run. A warm-up runs
- * every loaded path once first, and each loaded measure is led in by an uncounted short run of itself (session 35).
+ * burst `BURST_REPEATS` times a round, since session 64) and each figure is the median of its rounds (errors are
+ * summed), so the machine's drift during a run hits all three alike; a gateway's derived figures compare it with the
+ * direct and bare-proxy rounds of its own run. A warm-up runs every loaded path once first, and each loaded measure
+ * is led in by an uncounted short run of itself (session 35).
  * Prints one table, then issue 9's targets met or missed by each database's run and the share of the machine's CPU
  * time its hypervisor took during each round (bench/targets.ts, since session 63), with each added time's rounds and
  * the machine's speed by round (the simulator's CPU a burst stream served directly; since session 64), and writes
@@ -51,7 +52,7 @@ const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:
  * The burst is measured this many times a round, its targets taking turns each time (since session 64): it is the
  * shortest streamed measure (~0.5–1.5 s a target) and the noisiest. In session 64's run FE its added time to first
  * byte came out 2.48, 1.65 and 7.71 ms in three rounds, and two identical bare proxies' burst TTFB differed by up to
- * 1.3 ms in one round: one round's figure scatters by as much as the target's limit, and a median of three carried it.
+ * 1.7 ms in one round: one round's figure scatters by as much as the target's limit, and a median of three carried it.
  */
 const BURST_REPEATS = 3;
 

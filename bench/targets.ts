@@ -47,7 +47,7 @@ export interface TargetVerdict {
 /**
  * The added times of each round (the gateway's round minus the direct measure's of the same round), by the derived
  * figure they make: the verdict is the medians', these show how far the rounds scattered around it (since session 64:
- * on this VM two identical bare proxies' burst TTFB differed by up to ~1 ms from round to round, the size of the limit).
+ * on this VM two identical bare proxies' burst TTFB differed by up to 1.7 ms in one round, more than the limit).
  */
 export type AddedRounds = Partial<Record<'added_p50_ms' | 'added_ttfb_p50_ms' | 'added_ttfb_paced_p50_ms' | 'added_ttfb_paced_spread_p50_ms' | 'added_ttfb_c1_p50_ms', number[]>>;
 
