@@ -1,8 +1,8 @@
 /**
  * Operation matching, compiled once from the spec: an exact path with the method wins; otherwise path templates
  * (each `{param}` one segment, its value percent-decoded), the most specific (longest static part) first; a path
- * that matches with no operation for the method is a 405 (a HEAD is matched as the GET), no match at all a 404. The dispatcher
- * (src/dispatch.ts) uses it directly, and it replaces openapi-backend's own matching, which rebuilds its
+ * that matches with no operation for the method is a 405 (a HEAD is matched as the GET), no match at all a 404. The
+ * dispatcher (src/dispatch.ts) uses it directly, and it replaces openapi-backend's own matching, which rebuilds its
  * operation list and regexes on every call.
  */
 import type { OpenAPIBackend, Operation } from 'openapi-backend';
@@ -57,13 +57,6 @@ export class Routes {
    * `path` without the query string.
    */
   match(method: string, path: string): RouteMatch | 404 | 405 {
-    const m = this.matchMethod(method, path);
-    // HEAD is GET without the body (RFC 9110 §9.3.2): a resource served to GET answers HEAD with the same head, and
-    // Node's response sends no body to a HEAD request.
-    return m === 405 && method === 'HEAD' ? this.matchMethod('GET', path) : m;
-  }
-
-  private matchMethod(method: string, path: string): RouteMatch | 404 | 405 {
     const hit = this.exact.get(path)?.get(method);
     if (hit) return { op: hit, params: NO_PARAMS };
     let pathMatched = false;
@@ -80,6 +73,9 @@ export class Routes {
       }
       return { op: t.op, params };
     }
+    // HEAD is GET without the body (RFC 9110 §9.3.2): a resource served to GET answers HEAD with the same head, and
+    // Node's response sends no body to a HEAD request.
+    if (pathMatched && method === 'HEAD') return this.match('GET', path);
     return pathMatched ? 405 : 404;
   }
 
