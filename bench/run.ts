@@ -42,7 +42,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { addedRounds, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
+import { addedFigures, addedRounds, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
 import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -217,23 +217,15 @@ async function main() {
   for (const [l] of dbs) {
     const g = results[l];
     derived[l] = {
-      added_p50_ms: round(g.c1.p50 - g.direct.c1.p50, 3),
+      // the five added times of issue 9's targets and the bare proxy's own (bench/targets.ts)
+      ...addedFigures(g, g.direct, g.bare),
       added_p99_ms: round(g.c1.p99 - g.direct.c1.p99, 3),
-      bare_added_p50_ms: round(g.bare.c1.p50 - g.direct.c1.p50, 3),
       added_p50_large_ms: round(g.large.p50 - g.direct.large.p50, 3),
       bare_added_p50_large_ms: round(g.bare.large.p50 - g.direct.large.p50, 3),
       added_p50_image_ms: round(g.image.p50 - g.direct.image.p50, 3),
       bare_added_p50_image_ms: round(g.bare.image.p50 - g.direct.image.p50, 3),
       throughput_vs_bare: round(g.c64.rps / g.bare.c64.rps, 3),
-      added_ttfb_p50_ms: round(g.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
-      bare_added_ttfb_p50_ms: round(g.bare.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
       usage_added_ttfb_p50_ms: round(g.usage.stream.ttfbP50 - g.direct.stream.ttfbP50, 3),
-      added_ttfb_paced_p50_ms: round(g.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
-      bare_added_ttfb_paced_p50_ms: round(g.bare.paced.ttfbP50 - g.direct.paced.ttfbP50, 3),
-      added_ttfb_paced_spread_p50_ms: round(g.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
-      bare_added_ttfb_paced_spread_p50_ms: round(g.bare.pacedSpread.ttfbP50 - g.direct.pacedSpread.ttfbP50, 3),
-      added_ttfb_c1_p50_ms: round(g.single.ttfbP50 - g.direct.single.ttfbP50, 3),
-      bare_added_ttfb_c1_p50_ms: round(g.bare.single.ttfbP50 - g.direct.single.ttfbP50, 3),
       cpu_per_request_c64_vs_bare: round(g.c64.cpuUs / g.bare.c64.cpuUs, 2),
       cpu_per_stream_burst_vs_bare: round(g.stream.cpuUs / g.bare.stream.cpuUs, 2),
       rss_after_start_mb: g.memory.idleMb, idle_rss_after_load_mb: g.memory.settledMb, rss_when_load_ended_mb: g.memory.quietStartMb, idle_rss_settled_after_s: g.memory.settledAfterS, rss_before_streams_mb: g.memory.beforeMb, peak_rss_mb: g.memory.peakMb, rss_per_stream_kb: g.memory.perStreamKb,

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
-import { addedRounds, machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
+import { addedFigures, addedRounds, machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
 
 /** Run FB's SQLite figures (session 63): every target met. */
 const FB: DerivedFigures = {
@@ -67,6 +67,13 @@ describe('bench: issue 9 targets', () => {
     });
     // the bare proxy has one round where the direct measure has three: its rounds do not pair, nothing is given
     expect(addedRounds(runs, 'bare')).to.deep.equal({});
+    // the run's own figures are the medians' differences, the bare proxy's beside each (the first round stands for the medians)
+    const first = (who: Record<string, Array<Record<string, number>>>) => Object.fromEntries(Object.entries(who).map(([k, v]) => [k, v[0]]));
+    expect(addedFigures(first(runs.sqlite), first(runs.direct), first(runs.bare))).to.deep.equal({
+      added_p50_ms: 0.2, bare_added_p50_ms: -1, added_ttfb_p50_ms: 0.4, bare_added_ttfb_p50_ms: -9, added_ttfb_paced_p50_ms: 0.5,
+      bare_added_ttfb_paced_p50_ms: -3, added_ttfb_paced_spread_p50_ms: 0.4, bare_added_ttfb_paced_spread_p50_ms: -2,
+      added_ttfb_c1_p50_ms: 0.3, bare_added_ttfb_c1_p50_ms: -0.9,
+    });
     const v = targetVerdicts({ ...FB, added_ttfb_p50_ms: 0.4 }, 0, r);
     expect(v[3]).to.deep.equal({ target: 'added TTFB p50 ≤ 1 ms: burst (c=16)', value: '0.4 ms (the bare proxy -0.131 ms; rounds 0.4, 1.6, 0.2 ms)', met: true });
     expect(v[0].value).to.equal('0.234 ms (the bare proxy 0.139 ms; rounds 0.2, 0.25, 0.25 ms)');
