@@ -79,9 +79,13 @@ async function main() {
   const { lead } = sizes;
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
-  const settleSecs = QUICK ? 60 : 120; // the idle RSS after the load is sampled this long (below)
+  // The idle RSS after the load is sampled this long (below). The gateway gives its heap back after a quiet spell of
+  // 30 s (src/memory.ts: collected ~32–35 s into the quiet), and doubles the spell when the traffic comes back sooner
+  // after that than the spell: a quick run's 60 s did so, and its 30 s after the 2 MB requests then ended before the
+  // doubled spell, so it read the RSS before the collection (225.9 MB against 124–126 in full runs: session 65).
+  const settleSecs = QUICK ? 75 : 120;
   const imageSecs = QUICK ? 5 : 10; // 2 MB vision requests at c=16, then the idle RSS again for imageSettleSecs
-  const imageSettleSecs = QUICK ? 30 : 60;
+  const imageSettleSecs = QUICK ? 45 : 60;
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
