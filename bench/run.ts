@@ -42,6 +42,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { loadConfig } from '../src/config.js';
 import { addedFigures, addedRounds, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
 import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
@@ -79,13 +80,16 @@ async function main() {
   const { lead } = sizes;
   const open = QUICK ? 300 : 1000;
   const rounds = QUICK ? 2 : 3;
-  // The idle RSS after the load is sampled this long (below). The gateway gives its heap back after a quiet spell of
-  // 30 s (src/memory.ts: collected ~32–35 s into the quiet), and doubles the spell when the traffic comes back sooner
-  // after that than the spell: a quick run's 60 s did so, and its 30 s after the 2 MB requests then ended before the
-  // doubled spell, so it read the RSS before the collection (225.9 MB against 124–126 in full runs: session 65).
-  const settleSecs = QUICK ? 75 : 120;
+  // The idle RSS after the load is sampled this long (below), and again after the 2 MB requests. The gateway gives its
+  // heap back after its quiet spell (MEMORY_REDUCE_AFTER_MS, 30 s by default; collected ~2–5 s after it), and doubles
+  // the spell when the traffic comes back sooner after that than the spell (src/memory.ts). So the first wait is at
+  // least 2.5 spells (the traffic comes back more than a spell after the collection) and the second 1.5: a quick run's
+  // 60 and 30 s let the spell double and read the RSS after the images before the collection (225.9 MB against 124–126
+  // in full runs: session 65).
+  const spellSecs = loadConfig(process.env).memoryReduceAfterMs / 1000;
+  const settleSecs = Math.max(QUICK ? 60 : 120, Math.ceil(2.5 * spellSecs));
   const imageSecs = QUICK ? 5 : 10; // 2 MB vision requests at c=16, then the idle RSS again for imageSettleSecs
-  const imageSettleSecs = QUICK ? 45 : 60;
+  const imageSettleSecs = Math.max(QUICK ? 30 : 60, Math.ceil(1.5 * spellSecs));
   log('building dist/main.js (what npm start runs)');
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   log('starting the upstream simulator and the bare proxy');
