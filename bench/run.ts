@@ -27,9 +27,9 @@
  *      database's run only: the bodies' Buffers are what is left in the C allocator's heap), and on a freshly
  *      started gateway 1,000 concurrent open streams: its peak RSS and RSS per stream.
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds (the
- * burst `BURST_REPEATS` times a round, since session 64) and each figure is the median of its rounds (errors are
- * summed), so the machine's drift during a run hits all three alike; a gateway's derived figures compare it with the
- * direct and bare-proxy rounds of its own run. A warm-up runs every loaded path once first, and each loaded measure
+ * burst and the 16 paced streams started together `REPEATS` times a round, since sessions 64 and 66) and each figure
+ * is the median of its rounds (errors are summed), so the machine's drift during a run hits all three alike; a
+ * gateway's derived figures compare it with the direct and bare-proxy rounds of its own run. A warm-up runs every loaded path once first, and each loaded measure
  * is led in by an uncounted short run of itself (session 35).
  * Prints one table, then issue 9's targets met or missed by each database's run and the share of the machine's CPU
  * time its hypervisor took during each round (bench/targets.ts, since session 63), with each added time's rounds and
@@ -50,12 +50,23 @@ const QUICK = process.argv.includes('--quick');
 const WITH_PG = !process.argv.includes('--no-postgres');
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /**
- * The burst is measured this many times a round, its targets taking turns each time (since session 64): it is the
- * shortest streamed measure (~0.5–1.5 s a target) and the noisiest. In session 64's run FE its added time to first
- * byte came out 2.48, 1.65 and 7.71 ms in three rounds, and two identical bare proxies' burst TTFB differed by up to
- * 1.7 ms in one round: one round's figure scatters by as much as the target's limit, and a median of three carried it.
+ * The measures taken more than once a round, their targets taking turns each time, and how many times. The burst
+ * (since session 64) is the shortest streamed measure (~0.5–1.5 s a target) and the noisiest: in session 64's run FE
+ * its added time to first byte came out 2.48, 1.65 and 7.71 ms in three rounds, and two identical bare proxies' burst
+ * TTFB differed by up to 1.7 ms in one round: one round's figure scatters by as much as the target's limit, and a
+ * median of three carried it. The 16 paced streams started together (since session 66; ~5 s a target) are the target
+ * nearest its limit on a fast stretch, and their rounds scatter by half of it: 1.10, 0.66 and 1.16 ms in session 65's
+ * run FI, 2.15, 1.48 and 3.05 in session 66's FK. Each of their measures is its own first wave and drift (bench/lib.ts
+ * streaming()), so three a round are nine such runs, not one longer one.
  */
-const BURST_REPEATS = 3;
+const REPEATS: Readonly<Record<string, { times: number; name: string }>> = {
+  stream: { times: 3, name: 'the burst' },
+  paced: { times: 3, name: 'the 16 paced streams started together' },
+};
+const repeatsOf = (measure: string): number => REPEATS[measure]?.times ?? 1;
+/** The table's note on the repeated measures: "the burst's of 9 (3 a round), …". */
+const repeatedText = (rounds: number): string =>
+  Object.values(REPEATS).map(({ times, name }) => `${name}'s of ${rounds * times} (${times} a round)`).join(', ');
 
 
 /** Each measure's rounds side by side: medians of p50/p99/rps/TTFB, so drift on a shared machine hits all alike. */
@@ -143,7 +154,7 @@ async function main() {
       for (const m of streamedMeasures(sizes)) {
         // The burst also straight to the simulator asked for usage, as the gateway asks it (below, `usage`)
         const order: Array<[string, string, string, number]> = m.name === 'stream' ? [targets[0], ['usage', simUrl, 'sim-key', sim.child.pid!], ...targets.slice(1)] : targets;
-        for (let rep = 0; rep < (m.name === 'stream' ? BURST_REPEATS : 1); rep++) {
+        for (let rep = 0; rep < repeatsOf(m.name); rep++) {
           for (const [who, url, key, pid] of order) {
             const body = chatBody(m.model, true, who === 'usage' ? { stream_options: { include_usage: true } } : {});
             await streaming(url, key, m.concurrency, m.lead, m.model, m.spreadMs, body);
@@ -244,7 +255,7 @@ async function main() {
   results.targets = Object.fromEntries(dbs.map(([l]) => [l, targetVerdicts(derived[l], results[l].c64.errors, addedRounds(results[l].rounds, l))]));
   results.stolen_pct = stolen;
   console.log(formatTable(rows));
-  console.log(`\n(medians of ${rounds} alternating rounds, the burst's of ${rounds * BURST_REPEATS}: ${BURST_REPEATS} a round; direct and bare-proxy columns from the ${dbs[0][0]} run; CPU: the serving process's own, direct = the simulator's)`);
+  console.log(`\n(medians of ${rounds} alternating rounds, ${repeatedText(rounds)}; direct and bare-proxy columns from the ${dbs[0][0]} run; CPU: the serving process's own, direct = the simulator's)`);
   console.log('Derived, each against the direct and bare-proxy rounds of its own run (gateway minus direct; throughput as a share of the bare proxy):');
   for (const [l, d] of Object.entries(derived)) console.log(`  ${l}: ${JSON.stringify(d)}`);
   const pctText = (p: number | undefined) => (p === undefined ? 'not known' : `${p} %`);
