@@ -1,7 +1,7 @@
 /**
  * npm run bench:instructions: the gateway's work per request counted in instructions, two builds side by side.
  *
- *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--inclusive 40] [--head-flags '<node flags>'] [--flush-ms 1000]
+ *   npm run bench:instructions -- --base <rev> [--head <rev>] [--modes c1,single] [--n 400] [--reps 5] [--warmup 4000] [--bare] [--symbols 40] [--inclusive 40] [--head-flags '<node flags>'] [--flush-ms 1000] [--cache-sim]
  *
  * Time on this VM moves by 20–40 % within an hour, so a change worth a few per cent of a request's CPU cannot be
  * told from the drift by timing it, even side by side (`npm run bench:ab`: a 40 µs change was not resolved in
@@ -47,6 +47,12 @@
  * inclusive instructions per request in the head (their own and their callees'), beside the base's: which of its parts
  * a request's count goes to (the database's writes, the stream's mapping, the response's head), where `--symbols`
  * names the many small functions it is spread over.
+ * `--cache-sim` (since session 66) runs callgrind with its cache simulation and prints, per mode, the main thread's
+ * memory traffic per request: its data reads and writes, its first-level misses (of instructions and of data: the
+ * accesses that reach the last-level cache) and its last-level misses, for each build and the bare proxy, with valgrind's
+ * model of this machine's caches (its own process alone on them). On a VM whose last-level cache is shared with other
+ * tenants, the accesses that reach it are the ones a neighbour's traffic turns into trips to memory: what a process
+ * that makes more of them loses on a slow stretch beyond its instructions.
  * Loopback only; needs valgrind (on every machine of this kind; not used by the tests or CI).
  */
 import fs from 'node:fs';
@@ -69,6 +75,14 @@ const INCLUSIVE = Number(arg('--inclusive') ?? 0);
 const HEAD_FLAGS = (arg('--head-flags') ?? '').split(/\s+/).filter(Boolean);
 /** The gateways' records flush interval while counted (RECORDS_FLUSH_MS; below TIMER_ENV). */
 const FLUSH_MS = Number(arg('--flush-ms') ?? 1000);
+const CACHE_SIM = process.argv.includes('--cache-sim');
+/** callgrind's events with its cache simulation, by name: their sums per request for the memory table. */
+const CACHE_FIGURES = [
+  ['data reads and writes', ['Dr', 'Dw']],
+  ['first-level instruction misses', ['I1mr']],
+  ['first-level data misses', ['D1mr', 'D1mw']],
+  ['last-level misses', ['ILmr', 'DLmr', 'DLmw']],
+] as const;
 const BODIES: Record<string, string> = { c1: chatBody(MODEL, false), single: chatBody(STREAM_MODEL, true), paced: chatBody(PACED_MODEL, true) };
 /** Modes whose requests take long enough that their warm-up runs 16 at a time. */
 const SLOW = new Set(['paced']);
@@ -256,10 +270,12 @@ function bothOf(fa: Map<string, number>, fb: Map<string, number>): Array<{ name:
 
 /**
  * Instructions per thread in the dumps of `pid` made since `seen` (callgrind names them <pid>.<dump>-<thread>), the
- * main thread's by object file and by function (for `--symbols`).
+ * main thread's by object file and by function (for `--symbols`), and its totals by event (`--cache-sim`'s).
  */
-function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; fns: Map<string, number>; calls: Map<string, number> } {
+function dumped(pid: number, seen: Set<string>): { main: number; all: number; parts: Record<Part, number>; fns: Map<string, number>; calls: Map<string, number>; events: Map<string, number> } {
   let main = 0;
+  /** The main thread's totals by event name (Ir alone without `--cache-sim`). */
+  const events = new Map<string, number>();
   const fns = new Map<string, number>();
   const calls = new Map<string, number>();
   let all = 0;
@@ -267,17 +283,21 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number; pa
   for (const f of fs.readdirSync(OUT)) {
     if (seen.has(f) || !f.startsWith(`callgrind.out.${pid}.`)) continue;
     seen.add(f);
-    const n = Number(/^(?:summary|totals): (\d+)/m.exec(fs.readFileSync(path.join(OUT, f), 'utf8'))?.[1] ?? 0);
+    const text = fs.readFileSync(path.join(OUT, f), 'utf8');
+    const n = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1] ?? 0);
     all += n;
     if (f.endsWith('-01')) {
       main += n;
+      const names = /^events: (.*)$/m.exec(text)?.[1].trim().split(/\s+/) ?? [];
+      const totals = /^(?:summary|totals): (.*)$/m.exec(text)?.[1].trim().split(/\s+/).map(Number) ?? [];
+      names.forEach((e, i) => events.set(e, (events.get(e) ?? 0) + (totals[i] ?? 0)));
       const own = selfCosts(path.join(OUT, f));
       for (const p of PARTS) parts[p] += own.parts[p];
       for (const [fn, ir] of own.fns) fns.set(fn, (fns.get(fn) ?? 0) + ir);
       for (const [fn, ir] of own.calls) calls.set(fn, (calls.get(fn) ?? 0) + ir);
     }
   }
-  return { main, all, parts, fns, calls };
+  return { main, all, parts, fns, calls, events };
 }
 
 async function main() {
@@ -287,7 +307,7 @@ async function main() {
     builds.push(build(HEAD, 'instructions'));
     if (HEAD_FLAGS.length) builds[1].label += ` ${HEAD_FLAGS.join(' ')}`;
     const sim = await startTs('scripts/simulator.ts', ['--port', '0'], {}, /(http:\/\/127\.0\.0\.1:\d+)/);
-    const wrap = ['valgrind', '-q', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', '--instr-atstart=no',
+    const wrap = ['valgrind', '-q', '--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=yes', '--instr-atstart=no', ...(CACHE_SIM ? ['--cache-sim=yes'] : []),
       `--vgdb-prefix=${OUT}/vgdb`, `--callgrind-out-file=${OUT}/callgrind.out.%p`];
     log(`starting both gateways under callgrind (dumps in ${OUT})`);
     const gws: Array<{ url: string; key: string; pid: number; child: { kill(s: NodeJS.Signals): unknown } }> =
@@ -314,7 +334,7 @@ async function main() {
     // the code is translated again once instrumented: a few requests more before counting
     await Promise.all(gws.map(async (gw) => { for (let i = 0; i < 50; i++) for (const m of MODES) await chatOnce(gw.url, gw.key, BODIES[m]); }));
     const seen = new Set(fs.readdirSync(OUT));
-    const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number> }>)); // [build (, bare)][mode][rep]
+    const counts = labels.map(() => MODES.map(() => [] as Array<{ main: number; all: number; parts: Record<Part, number>; memory: number[] }>)); // [build (, bare)][mode][rep]
     const lastFns = labels.map(() => MODES.map(() => new Map<string, number>())); // [build (, bare)][mode]: the last repetition's main thread by function
     const lastCalls = labels.map(() => MODES.map(() => new Map<string, number>())); // the same: what each function's calls cost
     for (let rep = 0; rep < REPS; rep++) {
@@ -327,7 +347,8 @@ async function main() {
           for (let t = 0; t < 100 && !fs.readdirSync(OUT).some((f) => !seen.has(f) && f.startsWith(`callgrind.out.${gw.pid}.`) && f.endsWith('-01')); t++) await new Promise((r) => setTimeout(r, 100));
           await new Promise((r) => setTimeout(r, 500)); // every thread's file written
           const d = dumped(gw.pid, seen);
-          const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number> };
+          const per = { main: Math.round(d.main / N), all: Math.round(d.all / N), parts: Object.fromEntries(PARTS.map((p) => [p, Math.round(d.parts[p] / N)])) as Record<Part, number>,
+            memory: CACHE_FIGURES.map(([, evs]) => Math.round(evs.reduce((sum, e) => sum + (d.events.get(e) ?? 0), 0) / N)) };
           counts[b][m].push(per);
           lastFns[b][m] = d.fns;
           lastCalls[b][m] = d.calls;
@@ -370,6 +391,20 @@ async function main() {
       }));
     });
     json.mainByObject = partsJson;
+    // The main thread's memory traffic (--cache-sim): what of it reaches the last-level cache, and misses there.
+    const memoryRows: string[][] = [];
+    if (CACHE_SIM) {
+      memoryRows.push(['mode', 'main thread, per request (simulated caches)', ...labels, ...(BARE ? ['head / bare'] : [])]);
+      const memoryJson: Record<string, unknown> = {};
+      MODES.forEach((mode, m) => {
+        memoryJson[mode] = Object.fromEntries(CACHE_FIGURES.map(([name], k) => {
+          const med = labels.map((_, b) => median(counts[b][m].map((c) => c.memory[k])));
+          memoryRows.push([mode, name, ...med.map(String), ...(BARE ? [`${round(med[1] / med[2], 2)} ×`] : [])]);
+          return [name, Object.fromEntries(labels.map((l, b) => [l, med[b]]))];
+        }));
+      });
+      json.memory = memoryJson;
+    }
     // Each process's JIT names, made once (its perf map and bundle read once) for --symbols and --inclusive.
     const names = gws.map((gw, b) => (SYMBOLS > 0 || INCLUSIVE > 0 ? jitNames(gw.pid, builds[b]?.file) : () => ''));
     // The functions that differ most: the head against the bare proxy (--bare) or the base, per request.
@@ -401,6 +436,7 @@ async function main() {
     }
     console.log(formatTable(rows));
     console.log(`\n${formatTable(partRows)}`);
+    if (memoryRows.length) console.log(`\n${formatTable(memoryRows)}`);
     if (symbolRows.length) console.log(`\n${formatTable(symbolRows)}\n(the last repetition's main-thread dumps)`);
     if (inclusiveRows.length) console.log(`\n${formatTable(inclusiveRows)}\n(the last repetition's main-thread dumps; a function's inclusive count holds its callees', so the rows overlap)`);
     console.log(`\n(medians of ${REPS} repetitions of ${N} requests one at a time, both builds${BARE ? ' and the bare proxy' : ''} under callgrind at once after ${WARMUP} requests of each mode, the records flushed every ${FLUSH_MS} ms; dumps in ${OUT})`);
