@@ -96,19 +96,36 @@ const threadNs = (pid: number, tid: string): number => {
 };
 /** The same for the main thread alone (the event loop); the rest is V8's helpers (compilers, GC), libuv's pool, workers. */
 const mainCpuUs = (pid: number): number => threadNs(pid, String(pid)) / 1000;
+/**
+ * A process's CPU time so far in user mode and in the kernel, in clock ticks (/proc/<pid>/stat's utime and stime, 10
+ * ms each: coarse, but a loaded measure takes hundreds of them). Fields 14 and 15, counted after the command's
+ * parenthesis, which may hold spaces.
+ */
+const userSysTicks = (pid: number): [number, number] => {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [Number(fields[11]), Number(fields[12])];
+};
 
 /**
  * `measure` and the CPU time process `pid` spent meanwhile, per unit of work (`count(result)`: requests or
  * streams served), in µs. The process serving the load (simulator, bare proxy or gateway) is measured alone; the
  * load generator and the other processes are not counted. `cpuMainUs`: the main thread's part (what is left is
- * mostly V8's compiler and GC helper threads: a round that compiles again shows there, session 35).
+ * mostly V8's compiler and GC helper threads: a round that compiles again shows there, session 35). `cpuUserPct`: the
+ * share of the process's CPU time in user mode, the rest the kernel's (since session 66: the gateway's extra over the
+ * bare proxy is user-space code, and a stretch that slows it more than the kernel's socket work would widen their
+ * ratio; docs/PERFORMANCE.md, next steps item 7).
  */
-export async function withCpu<T extends object>(pid: number, measure: () => Promise<T>, count: (r: T) => number): Promise<T & { cpuUs: number; cpuMainUs: number }> {
+export async function withCpu<T extends object>(pid: number, measure: () => Promise<T>, count: (r: T) => number): Promise<T & { cpuUs: number; cpuMainUs: number; cpuUserPct: number }> {
   const before = cpuUs(pid);
   const mainBefore = mainCpuUs(pid);
+  const [userBefore, sysBefore] = userSysTicks(pid);
   const r = await measure();
   const n = Math.max(1, count(r));
-  return { ...r, cpuUs: Math.round((cpuUs(pid) - before) / n), cpuMainUs: Math.round((mainCpuUs(pid) - mainBefore) / n) };
+  const [user, sys] = userSysTicks(pid);
+  const ticks = user - userBefore + (sys - sysBefore);
+  return { ...r, cpuUs: Math.round((cpuUs(pid) - before) / n), cpuMainUs: Math.round((mainCpuUs(pid) - mainBefore) / n),
+    cpuUserPct: ticks > 0 ? round(((user - userBefore) / ticks) * 100, 1) : 0 };
 }
 
 export const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

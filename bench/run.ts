@@ -21,7 +21,8 @@
  *      `usage_added_ttfb_p50_ms` of it; the target's figure stays the gateway's against the client's own request);
  *   4. the CPU time the serving process (simulator, bare proxy, gateway) spends per request or stream in each
  *      loaded measure, from /proc: on 2 cores shared by all three processes it is what the loaded figures
- *      follow, and it is steadier than their latencies on a noisy machine;
+ *      follow, and it is steadier than their latencies on a noisy machine (its main thread's part, and since
+ *      session 66 its share in user mode, the rest the kernel's);
  *   5. memory: the RSS just after start-up (first request served), the RSS of the idle gateway some time after the
  *      load phases (once V8's memory reducer ran), the same after 2 MB vision requests at concurrency 16 (the first
  *      database's run only: the bodies' Buffers are what is left in the C allocator's heap), and on a freshly
@@ -29,8 +30,8 @@
  * Within each database's run the direct, bare-proxy and gateway measurements alternate over several rounds (the
  * burst and the 16 paced streams started together `REPEATS` times a round, since sessions 64 and 66) and each figure
  * is the median of its rounds (errors are summed), so the machine's drift during a run hits all three alike; a
- * gateway's derived figures compare it with the direct and bare-proxy rounds of its own run. A warm-up runs every loaded path once first, and each loaded measure
- * is led in by an uncounted short run of itself (session 35).
+ * gateway's derived figures compare it with the direct and bare-proxy rounds of its own run. A warm-up runs every
+ * loaded path once first, and each loaded measure is led in by an uncounted short run of itself (session 35).
  * Prints one table, then issue 9's targets met or missed by each database's run and the share of the machine's CPU
  * time its hypervisor took during each round (bench/targets.ts, since session 63), with each added time's rounds and
  * the machine's speed by round (the simulator's CPU a burst stream served directly; since session 64), and writes
@@ -227,6 +228,7 @@ async function main() {
   add('CPU µs per stream, paced together', (x) => String(x.paced.cpuUs));
   add('CPU µs per stream, c=1', (x) => String(x.single.cpuUs));
   add('  of which main thread: c=64 / burst / paced together', (x) => `${x.c64.cpuMainUs} / ${x.stream.cpuMainUs} / ${x.paced.cpuMainUs}`);
+  add('  user-mode share %: c=64 / burst / one at a time', (x) => `${x.c64.cpuUserPct} / ${x.stream.cpuUserPct} / ${x.single.cpuUserPct}`);
   // memory: the gateway's own (no direct or bare-proxy figure)
   const mem = (name: string, f: (m: any) => unknown) => rows.push([name, '—', '—', ...dbs.map(([l]) => String(f(results[l].memory) ?? '—'))]);
   mem('RSS MB idle after the load phases', (m) => m.settledMb);
