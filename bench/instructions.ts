@@ -284,12 +284,13 @@ function dumped(pid: number, seen: Set<string>): { main: number; all: number; pa
     if (seen.has(f) || !f.startsWith(`callgrind.out.${pid}.`)) continue;
     seen.add(f);
     const text = fs.readFileSync(path.join(OUT, f), 'utf8');
-    const n = Number(/^(?:summary|totals): (\d+)/m.exec(text)?.[1] ?? 0);
+    // the dump's totals, one per event, in the `events:` line's order (Ir first)
+    const totals = /^(?:summary|totals): (.*)$/m.exec(text)?.[1].trim().split(/\s+/).map(Number) ?? [];
+    const n = totals[0] ?? 0;
     all += n;
     if (f.endsWith('-01')) {
       main += n;
       const names = /^events: (.*)$/m.exec(text)?.[1].trim().split(/\s+/) ?? [];
-      const totals = /^(?:summary|totals): (.*)$/m.exec(text)?.[1].trim().split(/\s+/).map(Number) ?? [];
       names.forEach((e, i) => events.set(e, (events.get(e) ?? 0) + (totals[i] ?? 0)));
       const own = selfCosts(path.join(OUT, f));
       for (const p of PARTS) parts[p] += own.parts[p];
