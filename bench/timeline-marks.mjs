@@ -7,8 +7,10 @@
  * - `called`: the upstream request was made (`undici:request:create`, inside the dispatch);
  * - `sent`: undici wrote its head to the upstream socket (`undici:client:sendHeaders`);
  * - `answered`: the upstream's response head arrived (`undici:request:headers`);
- * - `wrote`: the response's first write to the client socket (the first `_writeRaw` of the response: the headers,
- *   and the first frame when it is written in the same tick; a corked write leaves at the end of that tick).
+ * - `wrote`: the response's first bytes handed to the client socket's handle (the socket's `_writeGeneric` after the
+ *   response's first `_writeRaw`: the headers, and the first frame when it is written in the same tick). Until
+ *   session 67 the mark was the `_writeRaw` itself, which for a corked write (a stream's head, `startSse`) is the
+ *   time it was queued, not the end of the tick when it leaves, after the rest of that tick's work.
  *
  * Each mark is `[name, µs]`, in the order they happened. With `TIMELINE_TAGGED` set (`--together`: many requests
  * at once), each mark is `[name, µs, seq]`: the client's sequence number, from its `x-bench-seq` header (arrived,
@@ -20,6 +22,7 @@
  */
 import dc from 'node:diagnostics_channel';
 import http from 'node:http';
+import net from 'node:net';
 import fs from 'node:fs';
 
 const out = process.env.MARKS_OUT;
@@ -56,13 +59,24 @@ if (!tagged) {
 }
 
 const FIRST = Symbol('timeline: first write marked');
+const PENDING = Symbol('timeline: the first write to mark');
 const writeRaw = http.OutgoingMessage.prototype._writeRaw;
 http.OutgoingMessage.prototype._writeRaw = function (...args) {
-  if (on && this instanceof http.ServerResponse && !this[FIRST]) {
+  if (on && this instanceof http.ServerResponse && !this[FIRST] && this.socket) {
     this[FIRST] = true;
-    marks.push(tagged ? ['wrote', now(), Number(this.req?.headers['x-bench-seq'])] : ['wrote', now()]);
+    // marked when its bytes are handed to the socket's handle (below): a corked write leaves at the uncork
+    this.socket[PENDING] = tagged ? Number(this.req?.headers['x-bench-seq']) : -1;
   }
   return writeRaw.apply(this, args);
+};
+const writeGeneric = net.Socket.prototype._writeGeneric;
+net.Socket.prototype._writeGeneric = function (...args) {
+  const seq = this[PENDING];
+  if (seq !== undefined) {
+    this[PENDING] = undefined;
+    if (on) marks.push(tagged ? ['wrote', now(), seq] : ['wrote', now()]);
+  }
+  return writeGeneric.apply(this, args);
 };
 
 process.on('SIGUSR2', () => {

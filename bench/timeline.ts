@@ -8,7 +8,7 @@
  *   before the call   arrived -> called    the request's own work up to the upstream call (the bare proxy: its body)
  *   undici's turn     called -> sent       undici writes a reused socket's request from the check phase
  *   the upstream      sent -> answered     the simulator's answer (and whatever shares the cores meanwhile)
- *   after the answer  answered -> wrote    from the upstream's head to the response's first write to the client
+ *   after the answer  answered -> wrote    from the upstream's head to the response's first bytes leaving for the client
  *   inside            arrived -> wrote     all of the above
  *
  * The client's own TTFB (the benchmark's figure) adds the hops between the processes. One process's marks are
