@@ -44,7 +44,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { addedFigures, addedRounds, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
+import { addedFigures, addedRounds, bareSummary, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
 import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -265,6 +265,7 @@ async function main() {
     const verdicts = results.targets[l] as ReturnType<typeof targetVerdicts>;
     console.log(`\nIssue 9's targets, ${l} run (${verdicts.filter((v) => v.met).length} of ${verdicts.length} met; the targets are the embedded default's):`);
     for (const v of verdicts) console.log(`  ${v.met ? 'met   ' : 'missed'}  ${v.target}: ${v.value}`);
+    console.log(`  ${bareSummary(verdicts)}`);
   }
   console.log(`\nCPU time stolen by the hypervisor while measuring: ${dbs.map(([l]) => `${l} ${pctText(stolen[l].all)} (rounds: ${stolen[l].rounds.map(pctText).join(', ')})`).join('; ')}`);
   // The machine's speed, which steal does not show (session 64: 0.1 % stolen on a stretch where every process took
