@@ -1,6 +1,7 @@
 /**
  * What `npm run bench` says about a run besides its figures (since session 63): issue 9's targets, met or missed, from
- * the run's derived figures, the bare proxy held to the same added-time limits (`bareSummary`), and how much of the machine's CPU time the hypervisor took while the run measured.
+ * the run's derived figures, the bare proxy held to the same added-time limits (`bareSummary`), and how much of the
+ * machine's CPU time the hypervisor took while the run measured.
  *
  * The targets (issue 9, on the embedded default): added latency at c=1 p50 ≤ 1 ms and p99 ≤ 5 ms; c=64 throughput
  * ≥ 60 % of the bare proxy's with no errors; added time to first byte p50 ≤ 1 ms, read here as in the README's table

@@ -15,8 +15,9 @@
  * steadier than latencies measured across three processes on two cores: a change of a few tens of µs to the path
  * shows here when `npm run bench:ab` cannot see it (docs/PERFORMANCE.md, sessions 20 and 21). With `--base <rev>`
  * (and `--head <rev>`, default the working tree) two builds are timed side by side, as bench:ab builds them, each a
- * fresh process per round. Each measure is led in by an uncounted quarter of its streams, as `npm run bench`'s are. Flags: --n (streams per round, default 400), --rounds (default 3), --warmup (seconds of
- * streams at concurrency 16 on each process first, default 12), --postgres.
+ * fresh process per round. Each measure is led in by an uncounted quarter of its streams, as `npm run bench`'s are.
+ * Flags: --n (streams per round, default 400), --rounds (default 3), --warmup (seconds of streams at concurrency 16
+ * on each process first, default 12), --postgres.
  *
  * `--together`: the benchmark's "16 paced streams started together" instead (320 per round unless --n), each stream
  * tagged with a sequence number (a header, and in its message, which the body sent upstream carries) so that the
