@@ -35,7 +35,8 @@
  * Prints one table, then issue 9's targets met or missed by each database's run and the share of the machine's CPU
  * time its hypervisor took during each round (bench/targets.ts, since session 63), with each added time's rounds, the
  * bare proxy held to the same added-time limits (since session 67) and the machine's speed by round (the simulator's
- * CPU a burst stream served directly; since session 64), and writes bench/results/latest.json. Bounded in time and count; loopback only.
+ * CPU a burst stream served directly; since session 64), and writes bench/results/latest.json. Bounded in time and
+ * count; loopback only.
  * Flags: --quick (shorter runs), --no-postgres.
  */
 import { execFileSync } from 'node:child_process';
