@@ -291,9 +291,11 @@ export async function spreadStart(i: number, concurrency: number, spreadMs: numb
  * differences, stream after stream. In `npm run bench:timeline -- --together` (session 50, two runs) a round's first
  * wave of 16 paced requests was made within 0.3–1.4 ms, its 2nd to 5th within 9–20 ms and the later ones within
  * 15–31 ms (medians; the simulator straight drifting least): after the first waves the 16 arrive one every 1–2 ms, not
- * within the same millisecond as session 9 had it.
+ * within the same millisecond as session 9 had it. `pauseMs`: each worker waits that long (a timer) before each of its
+ * requests, as a client that is not sending back to back does (bench/timeline.ts `--pause-ms`; session 68).
  */
-export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0, body = chatBody(model, true)) {
+export async function streaming(url: string, key: string, concurrency: number, total: number, model = STREAM_MODEL, spreadMs = 0, body = chatBody(model, true),
+  pauseMs = 0) {
   const ttfb: number[] = [];
   const full: number[] = [];
   let errors = 0;
@@ -302,6 +304,7 @@ export async function streaming(url: string, key: string, concurrency: number, t
     await spreadStart(i, concurrency, spreadMs);
     while (next < total) {
       next++;
+      if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
       const t0 = process.hrtime.bigint();
       const res = await request(`${url}/v1/chat/completions`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body });
       let first = true;

@@ -35,6 +35,9 @@
  * starts i/16 of 200 ms late; each worker's next request follows its last, as in the benchmark).
  * `--burst`: the same for the benchmark's burst streams (the simulator writing its 20 chunks at once, 16 at a time,
  * 400 per round unless --n): the steps of the streams that keep the machine's two cores busy.
+ * `--pause-ms <ms>` (one at a time only): the client waits that long (a timer) before each request instead of sending
+ * it as the last stream ends, as a client that is not a load generator does: each step is then taken after a quiet
+ * spell (session 68: 1 ms pauses put the gateway 0.12 ms behind the bare proxy's TTFB, back to back 0.11).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -251,6 +254,9 @@ async function main() {
   const N = Number(arg('--n') ?? (TOGETHER && !BURST ? 320 : 400));
   const ROUNDS = Number(arg('--rounds') ?? 3);
   const WARMUP = Number(arg('--warmup') ?? 12);
+  const PAUSE_MS = Number(arg('--pause-ms') ?? 0);
+  if (!(PAUSE_MS >= 0)) throw new Error(`--pause-ms wants a number of ms, not ${arg('--pause-ms')}`);
+  if (PAUSE_MS > 0 && TOGETHER) throw new Error('--pause-ms is for streams one at a time');
   const env: Record<string, string> = process.argv.includes('--postgres') ? { DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test' } : {};
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-timeline-'));
   const preload = path.join(ROOT, 'bench/timeline-marks.mjs');
@@ -330,11 +336,12 @@ async function main() {
         }
         // led in, uncounted, as bench/run.ts leads each measure in: the bare proxy sat idle while a gateway was started
         // and warmed (~15 s), long enough for V8's memory reducer, and until session 67 it was timed straight after
-        await (TOGETHER ? streaming(url, key, 16, Math.round(N / 4), MODEL, SPREAD_MS) : streaming(url, key, 1, Math.round(N / 4), STREAM_MODEL));
+        await (TOGETHER ? streaming(url, key, 16, Math.round(N / 4), MODEL, SPREAD_MS)
+          : streaming(url, key, 1, Math.round(N / 4), STREAM_MODEL, 0, undefined, PAUSE_MS));
         const from = (seq += N) - N;
         const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
           TOGETHER ? [[pid, out], [sim.child.pid!, simOut]] : [[pid, out]], t.label,
-          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL, SPREAD_MS) : streaming(url, key, 1, N, STREAM_MODEL)));
+          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL, SPREAD_MS) : streaming(url, key, 1, N, STREAM_MODEL, 0, undefined, PAUSE_MS)));
         let inside: number;
         if (res.client) {
           const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
@@ -386,7 +393,8 @@ async function main() {
     // keyed by column, numbered: `--base HEAD --head HEAD` gives two columns one label
     if (dump) fs.writeFileSync(dump, JSON.stringify(Object.fromEntries(shown.map((t, i) => [`${i + 1} ${t.label}`, TOGETHER ? t.traces : t.streams]))));
     const counted = targets.map((t) => `${t.label} ${TOGETHER ? t.traces.length : t.streams.length}`).join(', ');
-    const mode = BURST ? 'burst streams at concurrency 16, tagged' : SPREAD ? '16 paced streams with their starts spread, tagged' : TOGETHER ? '16 paced streams started together, tagged' : 'streams one at a time';
+    const mode = BURST ? 'burst streams at concurrency 16, tagged' : SPREAD ? '16 paced streams with their starts spread, tagged' : TOGETHER ? '16 paced streams started together, tagged'
+      : PAUSE_MS > 0 ? `streams one at a time, each after a ${PAUSE_MS} ms pause` : 'streams one at a time';
     console.log(`\n(${mode}, ${N} per round, ${ROUNDS} rounds, alternating; counted: ${counted}; left out as incomplete: ${targets.map((t) => t.dropped).join(', ')})`);
   } finally {
     for (const b of builds) b.cleanup?.();
