@@ -336,12 +336,12 @@ async function main() {
         }
         // led in, uncounted, as bench/run.ts leads each measure in: the bare proxy sat idle while a gateway was started
         // and warmed (~15 s), long enough for V8's memory reducer, and until session 67 it was timed straight after
-        await (TOGETHER ? streaming(url, key, 16, Math.round(N / 4), MODEL, SPREAD_MS)
-          : streaming(url, key, 1, Math.round(N / 4), STREAM_MODEL, 0, undefined, PAUSE_MS));
+        const oneAtATime = (n: number) => streaming(url, key, 1, n, STREAM_MODEL, 0, undefined, PAUSE_MS);
+        await (TOGETHER ? streaming(url, key, 16, Math.round(N / 4), MODEL, SPREAD_MS) : oneAtATime(Math.round(N / 4)));
         const from = (seq += N) - N;
         const { res, marks } = await recorded<{ ttfbP50: number; errors: number; client?: Map<number, ClientTimes> }>(
           TOGETHER ? [[pid, out], [sim.child.pid!, simOut]] : [[pid, out]], t.label,
-          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL, SPREAD_MS) : streaming(url, key, 1, N, STREAM_MODEL, 0, undefined, PAUSE_MS)));
+          () => (TOGETHER ? taggedStreaming(url, key, 16, N, from, MODEL, SPREAD_MS) : oneAtATime(N)));
         let inside: number;
         if (res.client) {
           const { streams, dropped } = tracesOf([...marks[0], ...asUpstream(marks[1])], res.client);
