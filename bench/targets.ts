@@ -96,6 +96,8 @@ export function addedRounds(runs: Nested<Array<Record<string, number>>>, who: st
 }
 
 const ms = (n: number) => `${n} ms`;
+/** The limit of every added-time target (c=1 p50 and the four streamed ones), for the gateway and the bare proxy alike. */
+const ADDED_LIMIT_MS = 1;
 
 /** Issue 9's targets against one database's run: each one's figure and whether it was met. */
 export function targetVerdicts(d: DerivedFigures, c64Errors: number, rounds: AddedRounds = {}): TargetVerdict[] {
@@ -104,7 +106,7 @@ export function targetVerdicts(d: DerivedFigures, c64Errors: number, rounds: Add
     const figure = d[key];
     const bare = d[`bare_${key}`];
     const each = rounds[key]?.length ? `; rounds ${rounds[key]!.join(', ')} ms` : '';
-    return { target, value: `${ms(figure)} (the bare proxy ${ms(bare)}${each})`, met: figure <= 1, bare: { ms: bare, met: bare <= 1 } };
+    return { target, value: `${ms(figure)} (the bare proxy ${ms(bare)}${each})`, met: figure <= ADDED_LIMIT_MS, bare: { ms: bare, met: bare <= ADDED_LIMIT_MS } };
   };
   const idle = [d.idle_rss_after_load_mb, ...(d.idle_rss_after_images_mb === undefined ? [] : [d.idle_rss_after_images_mb])];
   return [
