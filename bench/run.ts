@@ -45,7 +45,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../src/config.js';
-import { addedFigures, addedRounds, bareSummary, machineTicks, stolenPct, targetVerdicts, type MachineTicks } from './targets.js';
+import { addedFigures, addedRounds, bareSummary, machineTicks, stolenPct, stolenWarning, targetVerdicts, type MachineTicks } from './targets.js';
 import { MODEL, ROOT, benchGateway, bodyLoad, chatBody, conversationBody, formatTable, imageBody, latencyC1, log, median, openStreams, round, settleRss, startBareProxy, startTs, streamSizes, streamedMeasures, streaming, throughput, warmTarget, withCpu } from './lib.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -269,6 +269,11 @@ async function main() {
     console.log(`  ${bareSummary(verdicts)}`);
   }
   console.log(`\nCPU time stolen by the hypervisor while measuring: ${dbs.map(([l]) => `${l} ${pctText(stolen[l].all)} (rounds: ${stolen[l].rounds.map(pctText).join(', ')})`).join('; ')}`);
+  // a run measured while the host took the cores (session 72's GC: 30–32 % a round) is the host's, not the gateway's
+  for (const [l] of dbs) {
+    const warning = stolenWarning(l, stolen[l].rounds);
+    if (warning) console.log(`  ${warning}`);
+  }
   // The machine's speed, which steal does not show (session 64: 0.1 % stolen on a stretch where every process took
   // ~2.7 × its fast stretches' CPU a stream): the simulator's CPU a burst stream straight from the client, each round.
   console.log(`The machine's speed: the simulator's CPU a burst stream served directly, by round: ${dbs.map(([l]) => `${l} ${results[l].rounds.direct.stream.map((r: { cpuUs: number }) => r.cpuUs).join(', ')} µs`).join('; ')} (session 63's fast stretches 256–269, session 62's slow one 694)`);

@@ -14,7 +14,8 @@
  * CPU time a request (docs/PERFORMANCE.md); the share stolen during each round says whether a slow stretch was the
  * host taking the CPUs (a kernel without steal accounting reports 0). On this VM it does not: session 64 read 0.1 %
  * stolen on a stretch where every process took ~2.7 × its CPU a stream (bench/run.ts prints the machine's speed from
- * the simulator's CPU a stream beside it).
+ * the simulator's CPU a stream beside it). Once it did: session 72's GC had 31.7 % stolen, and since then a round with
+ * STOLEN_DISTURBED_PCT or more is named under the verdicts (`stolenWarning`).
  */
 import fs from 'node:fs';
 import { round } from './lib.js';
@@ -171,4 +172,20 @@ export function machineTicks(): MachineTicks | undefined {
 export function stolenPct(a: MachineTicks | undefined, b: MachineTicks | undefined): number | undefined {
   if (!a || !b || b.total <= a.total) return undefined;
   return round(((b.steal - a.steal) / (b.total - a.total)) * 100, 1);
+}
+
+/**
+ * The share stolen in a round from which a run's verdicts tell the host's doing more than the gateway's: session 72's
+ * GC had 30.2–32.5 % stolen a round, and there the bare proxy alone was over four of the five added-time limits and
+ * the gateway's extra over it swung from −0.13 to 10.4 ms by measure; before it no round had more than 5.6 %.
+ */
+export const STOLEN_DISTURBED_PCT = 10;
+
+/** A warning that a database's run measured while the host took the cores, or undefined when no round did. */
+export function stolenWarning(label: string, rounds: Array<number | undefined>): string | undefined {
+  const over = rounds.filter((p): p is number => p !== undefined && p >= STOLEN_DISTURBED_PCT);
+  if (!over.length) return undefined;
+  return `${label}: ${over.length} of ${rounds.length} rounds had ${STOLEN_DISTURBED_PCT} % or more of the CPU time stolen ` +
+    `(${over.join(', ')} %): the host took the cores while they measured, so this run's verdicts say more about the ` +
+    'host than about the gateway; measure again';
 }

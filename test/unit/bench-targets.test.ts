@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import fs from 'node:fs';
-import { addedFigures, addedRounds, bareSummary, machineTicks, parseProcStat, stolenPct, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
+import { addedFigures, addedRounds, bareSummary, machineTicks, parseProcStat, stolenPct, stolenWarning, targetVerdicts, type DerivedFigures } from '../../bench/targets.js';
 
 /** Run FB's SQLite figures (session 63): every target met. */
 const FB: DerivedFigures = {
@@ -110,6 +110,16 @@ describe('bench: CPU time stolen by the hypervisor', () => {
     expect(stolenPct({ total: 1000, steal: 10 }, { total: 3000, steal: 310 })).to.equal(15);
     expect(stolenPct({ total: 1000, steal: 10 }, { total: 1000, steal: 10 })).to.equal(undefined);
     expect(stolenPct(undefined, { total: 1, steal: 0 })).to.equal(undefined);
+  });
+
+  it('warns that a run is the host’s when a round had 10 % or more stolen, and not otherwise', () => {
+    expect(stolenWarning('sqlite', [32.4, 32.5, 30.2])).to.equal(
+      'sqlite: 3 of 3 rounds had 10 % or more of the CPU time stolen (32.4, 32.5, 30.2 %): the host took the cores while ' +
+      "they measured, so this run's verdicts say more about the host than about the gateway; measure again");
+    expect(stolenWarning('postgres', [26.7, 9.9, undefined])).to.match(/^postgres: 1 of 3 rounds had 10 % or more .*\(26\.7 %\)/);
+    expect(stolenWarning('postgres', [10, 0, 0])).to.match(/1 of 3 rounds .*\(10 %\)/);
+    expect(stolenWarning('sqlite', [5.6, 2.6, 0])).to.equal(undefined);
+    expect(stolenWarning('sqlite', [undefined, undefined, undefined])).to.equal(undefined);
   });
 
   it('reads this machine’s counters where it has /proc/stat', function () {
