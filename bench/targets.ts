@@ -177,7 +177,8 @@ export function stolenPct(a: MachineTicks | undefined, b: MachineTicks | undefin
 /**
  * The share stolen in a round from which a run's verdicts tell the host's doing more than the gateway's: session 72's
  * GC had 30.2–32.5 % stolen a round, and there the bare proxy alone was over four of the five added-time limits and
- * the gateway's extra over it swung from −0.13 to 10.4 ms by measure; before it no round had more than 5.6 %.
+ * the gateway's extra over it swung from −0.13 to 10.4 ms by measure; no round of the runs before it (since session 63,
+ * when this began to be read) had more than 5.6 %.
  */
 export const STOLEN_DISTURBED_PCT = 10;
 
